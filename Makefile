@@ -1,0 +1,35 @@
+# Two commands do all the set-up on a fresh machine:
+#   make run   - install, then measure and report on config/config.yaml
+#   make test  - install, then run the test suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+CORES  ?= all
+CONFIG ?= config/config.yaml
+
+.PHONY: run test lint system-deps clean
+
+# System packages come from Debian's apt; only what is missing is installed.
+system-deps:
+	@command -v gcc >/dev/null && echo 'int main(void){return 0;}' | gcc -fopenmp -x c - -o /dev/null 2>/dev/null \
+	  || { apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev libgomp1; }
+
+$(STAMP): requirements.txt requirements-dev.txt requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c requirements.lock
+	touch $@
+
+run: system-deps $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
+	@echo "Report: $(abspath results/report.html)"
+
+test: system-deps $(STAMP)
+	$(BIN)/pytest -q tests
+
+lint: $(STAMP)
+	$(BIN)/snakemake --lint
+	$(BIN)/snakefmt --check Snakefile workflow
+
+clean:
+	rm -rf .snakemake bin results logs

@@ -1,0 +1,27 @@
+# membench: memory bandwidth experiments, from a YAML matrix to an HTML report.
+# The stages live in workflow/rules/, the logic in workflow/scripts/membench/.
+from pathlib import Path
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+REPO = Path(workflow.basedir)
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/build.smk"
+include: "workflow/rules/probe.smk"
+include: "workflow/rules/measure.smk"
+include: "workflow/rules/analyse.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        "results/report.html",

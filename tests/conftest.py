@@ -1,0 +1,54 @@
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "workflow" / "scripts"))
+
+from membench import variants  # noqa: E402
+
+# What a copy of the workflow needs to run somewhere else.
+WORKFLOW_PARTS = ["Snakefile", "workflow", "kernels", "reports", "profiles", "config", "envs"]
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def venv_bin() -> Path:
+    """The bin folder of the environment running the tests (snakemake,
+    snakefmt live there)."""
+    return Path(sys.executable).parent
+
+
+@pytest.fixture(scope="session")
+def stream_binary(tmp_path_factory) -> Path:
+    """The default STREAM binary, built exactly as the build rule builds it."""
+    table = variants.load_variants(REPO / "kernels" / "variants.yaml")
+    out = tmp_path_factory.mktemp("bin") / "stream-default"
+    subprocess.run(
+        variants.compile_argv(table, "stream", "default", REPO / "kernels", out), check=True
+    )
+    return out
+
+
+def copy_workflow(dest: Path) -> Path:
+    """A private copy of the workflow in its own git repository, so tests can
+    commit and edit without touching the checkout."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for part in WORKFLOW_PARTS:
+        src = REPO / part
+        if src.is_dir():
+            shutil.copytree(src, dest / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dest / part)
+    git = ["git", "-C", str(dest), "-c", "user.name=membench-test", "-c", "user.email=test@localhost"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "copy of the workflow"], check=True)
+    return dest

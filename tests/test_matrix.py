@@ -1,0 +1,155 @@
+"""Config validation (every problem at once) and expansion into cells."""
+
+import pytest
+import yaml
+
+from membench import matrix, variants
+
+
+@pytest.fixture(scope="module")
+def table(repo):
+    return variants.load_variants(repo / "kernels" / "variants.yaml")
+
+
+@pytest.fixture(scope="module")
+def schema_path(repo):
+    return repo / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def load(config, schema_path, table):
+    return matrix.load(config, schema_path, table)
+
+
+def test_default_config_is_valid(repo, schema_path, table):
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    validated, cells = load(config, schema_path, table)
+    assert cells, "the default config must measure something"
+    assert {c.experiment for c in cells} == set(validated["experiments"])
+
+
+def test_expansion_is_the_cross_product_minus_exclusions(schema_path, table):
+    config = {
+        "repeats": 3,
+        "experiments": {
+            "scaling": {
+                "kernel": "stream",
+                "threads": [1, 2, "all"],
+                "affinity": ["none", "compact", "scatter"],
+                "size": ["64MiB", 1048576],
+                "exclude": [{"threads": 1, "affinity": "scatter"}],
+            }
+        },
+    }
+    validated, cells = load(config, schema_path, table)
+    assert len(cells) == 3 * 3 * 2 - 2  # threads=1 x spread x both sizes excluded
+    assert {c.affinity for c in cells} == {"none", "close", "spread"}  # aliases resolved
+    assert {c.size for c in cells} == {64 * 2**20, 2**20}
+    assert all(c.repeats == 3 and c.ntimes == validated["ntimes"] for c in cells)
+    assert not any(c.threads == 1 and c.affinity == "spread" for c in cells)
+    assert len({c.id for c in cells}) == len(cells)
+
+
+def test_defaults_fill_every_axis(schema_path, table):
+    validated, cells = load({"experiments": {"e": {"kernel": "stream"}}}, schema_path, table)
+    (cell,) = cells
+    assert (cell.variant, cell.threads, cell.affinity, cell.policy) == ("default", 1, "none", "default")
+    assert (cell.pages, cell.init, cell.size) == ("4k", "parallel", "auto")
+    assert validated["system"] == "auto" and cell.repeats == validated["repeats"]
+
+
+def test_aliases_and_duplicates_collapse(schema_path, table):
+    config = {"experiments": {"e": {"kernel": "stream", "affinity": ["close", "compact"]}}}
+    _, cells = load(config, schema_path, table)
+    assert [c.affinity for c in cells] == ["close"]
+
+
+def test_variants_all_expands_to_the_table(schema_path, table):
+    config = {"experiments": {"e": {"kernel": "stream", "variants": ["all"]}}}
+    _, cells = load(config, schema_path, table)
+    assert [c.variant for c in cells] == variants.variant_names(table, "stream")
+
+
+def test_experiment_overrides_repeats_and_ntimes(schema_path, table):
+    config = {"repeats": 5, "experiments": {"e": {"kernel": "stream", "repeats": 2, "ntimes": 4}}}
+    _, (cell,) = load(config, schema_path, table)
+    assert (cell.repeats, cell.ntimes) == (2, 4)
+
+
+def test_cell_ids_are_path_safe():
+    cell = matrix.Cell("e", "stream", "default", 2, "cpus:0-3,8", "interleave:0,1", "4k", "serial", "auto", 1, 2)
+    assert ":" not in cell.id and "," not in cell.id
+    assert cell.id == "e/stream-default/t2_cpus=0-3+8_interleave=0+1_4k_serial_sauto"
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("64MiB", 64 * 2**20), ("1GiB", 2**30), ("500MB", 500 * 10**6), ("1.5KiB", 1536), (4096, 4096), ("auto", "auto")],
+)
+def test_parse_size(text, size):
+    assert matrix.parse_size(text) == size
+
+
+BAD = {
+    "system": "has space",
+    "repeats": 0,
+    "colour": "blue",
+    "experiments": {
+        "Bad_Name": {"kernel": "stream"},
+        "typo": {"kernel": "stream", "threds": [1]},
+        "values": {
+            "kernel": "strem",
+            "threads": [0, "many"],
+            "affinity": ["compakt"],
+            "policy": ["bind:x"],
+            "pages": ["2m"],
+            "init": ["lazy"],
+            "size": ["12 parsecs"],
+            "ntimes": 1,
+        },
+        "names": {"kernel": "stream", "variants": ["nope"], "exclude": [{"thread": 1}], "affinity": []},
+    },
+}
+
+# (path fragment, offending value, a word of what is allowed) per problem.
+EXPECTED = [
+    ("(top level)", "'colour'", "allowed keys: experiments"),
+    ("system", "'has space'", "auto, or letters"),
+    ("repeats", "0", ">= 1"),
+    ("experiments", "'Bad_Name'", "lower-case letters"),
+    ("experiments.typo", "'threds'", "allowed keys: affinity"),
+    ("experiments.values.kernel", "'strem'", "allowed: stream"),
+    ("experiments.values.threads[0]", "0", 'an integer >= 1, or "all"'),
+    ("experiments.values.threads[1]", "'many'", 'an integer >= 1, or "all"'),
+    ("experiments.values.affinity[0]", "'compakt'", "none, close, compact, spread, scatter"),
+    ("experiments.values.policy[0]", "'bind:x'", "bind:N[,M]"),
+    ("experiments.values.pages[0]", "'2m'", "4k, thp, hugetlb-2m, hugetlb-1g"),
+    ("experiments.values.init[0]", "'lazy'", "parallel, serial"),
+    ("experiments.values.size[0]", "'12 parsecs'", "KiB"),
+    ("experiments.values.ntimes", "1", ">= 2"),
+    ("experiments.names.variants[0]", "'nope'", "allowed: all, default"),
+    ("experiments.names.exclude[0]", "'thread'", "allowed axes: variant, threads"),
+    ("experiments.names.affinity", "[]", "at least 1"),
+]
+
+
+def test_every_problem_is_reported_at_once(schema_path, table):
+    with pytest.raises(matrix.ConfigError) as caught:
+        load(BAD, schema_path, table)
+    problems = caught.value.problems
+    for where, value, allowed in EXPECTED:
+        matching = [p for p in problems if p.startswith(where + ":") and value in p and allowed in p]
+        assert matching, f"no problem reported for {where} {value} ({allowed}) in:\n" + "\n".join(problems)
+    assert len(problems) == len(EXPECTED), "\n".join(problems)
+    assert f"{len(EXPECTED)} problems" in str(caught.value)
+
+
+def test_a_non_mapping_config_is_an_error(schema_path, table):
+    with pytest.raises(matrix.ConfigError, match="expected a mapping"):
+        load(["not", "a", "mapping"], schema_path, table)
+
+
+def test_shuffle_priority_is_deterministic_and_spread():
+    first = [matrix.shuffle_priority(f"e/k/c{i}", r, 1) for i in range(20) for r in range(3)]
+    assert first == [matrix.shuffle_priority(f"e/k/c{i}", r, 1) for i in range(20) for r in range(3)]
+    assert first != sorted(first) and len(set(first)) > 40
+    assert first != [matrix.shuffle_priority(f"e/k/c{i}", r, 2) for i in range(20) for r in range(3)]

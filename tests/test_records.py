@@ -1,0 +1,64 @@
+"""The record contract and atomic writes."""
+
+import os
+
+import pytest
+
+from membench import records
+
+OK = {
+    "schema": 1, "system": "s", "kernel": "stream", "variant": "default", "op": "triad", "threads": 2,
+    "affinity": "close", "policy": "default", "pages": "4k", "init": "parallel", "size_bytes": 4096,
+    "repeat": 0, "status": "ok", "reason": None, "gbps": 10.0, "valid": True, "cpus": [0, 1],
+    "page_nodes": {"0": 1.0}, "hugepage_fraction": 0.0, "t_start": 1.0, "t_end": 2.0,
+}  # fmt: skip
+
+
+def test_a_complete_ok_record_keeps_the_contract():
+    assert records.contract_problems(OK) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"gbps": None, "ns_per_load": None}, None),
+        ({"threads": "2"}, "threads='2'"),
+        ({"valid": 1}, "valid=1"),
+        ({"status": "maybe", "reason": "x"}, "status 'maybe'"),
+        ({"status": "failed", "reason": None}, "must say why"),
+        ({"schema": 99}, "schema 99"),
+    ],
+)
+def test_broken_records_are_named(change, fragment):
+    record = {**OK, **change}
+    if fragment is None:
+        del record["gbps"], record["ns_per_load"]
+        fragment = "without gbps"
+    problems = records.contract_problems(record)
+    assert any(fragment in p for p in problems), problems
+
+
+def test_missing_keys_are_listed():
+    record = dict(OK)
+    del record["cpus"], record["policy"]
+    assert {"missing cpus", "missing policy"} <= set(records.contract_problems(record))
+
+
+def test_skipped_records_need_no_measurements():
+    skipped = {k: OK[k] for k in records.CONTRACT} | {"status": "skipped", "reason": "no node 1"}
+    assert records.contract_problems(skipped) == []
+
+
+def test_atomic_write_leaves_whole_files_only(tmp_path, monkeypatch):
+    target = tmp_path / "deep" / "r0.jsonl"
+    records.write_jsonl_atomic(target, [OK, OK])
+    assert len(records.read_jsonl(target)) == 2
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        records.write_jsonl_atomic(target, [OK])
+    assert len(records.read_jsonl(target)) == 2  # the old file is intact
+    assert sorted(p.name for p in target.parent.iterdir()) == ["r0.jsonl"]  # no temp file left

@@ -1,0 +1,154 @@
+"""The whole pipeline on a tiny config, through the real Snakemake, in a
+private copy of the workflow (its own git repository) under a temp dir."""
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import copy_workflow
+from membench.records import contract_problems, read_jsonl
+
+OPS = 4  # copy, scale, add, triad: one record each per process
+TINY = {
+    "system": "testbox",
+    "repeats": 2,
+    "ntimes": 3,
+    "experiments": {
+        "tiny": {"kernel": "stream", "threads": [1, "all"], "affinity": ["none", "close"], "size": ["2MiB"]},
+        "unrunnable": {"kernel": "stream", "policy": ["bind:7"], "size": ["1MiB"], "repeats": 1},
+    },
+}
+SECTIONS = ["provenance", "machine", "experiment-tiny", "experiment-unrunnable", "cells", "problems", "config"]
+
+
+def snakemake(workdir: Path, venv_bin: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    out = subprocess.run(
+        [str(venv_bin / "snakemake"), "--cores", "2", "--configfile", "tiny.yaml", *args],
+        cwd=workdir, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    if check:
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return out
+
+
+def ran(out: subprocess.CompletedProcess, rule: str) -> int:
+    """How many jobs of a rule a real run finished."""
+    return len(re.findall(rf"\(Rule: {rule}\)", out.stdout + out.stderr))
+
+
+def planned(out: subprocess.CompletedProcess, rule: str) -> int:
+    """How many jobs of a rule a dry run plans (from its job stats table)."""
+    match = re.search(rf"^{rule}\s+(\d+)\s*$", out.stdout + out.stderr, re.M)
+    return int(match.group(1)) if match else 0
+
+
+def run_files(workdir: Path) -> dict[str, float]:
+    return {str(p.relative_to(workdir)): p.stat().st_mtime_ns for p in (workdir / "results").glob("*/runs/**/*.jsonl")}
+
+
+@pytest.fixture(scope="module")
+def workflow(tmp_path_factory, venv_bin):
+    workdir = copy_workflow(tmp_path_factory.mktemp("membench"))
+    (workdir / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    first = snakemake(workdir, venv_bin)
+    return workdir, first
+
+
+def test_every_cell_and_repeat_has_its_records(workflow):
+    workdir, first = workflow
+    files = run_files(workdir)
+    assert len(files) == 2 * 2 * 2 + 1  # tiny: 2 threads x 2 affinities x 2 repeats; unrunnable: 1
+    assert ran(first, "measure") == len(files)
+    records = [r for f in files for r in read_jsonl(workdir / f)]
+    assert len(records) == len(files) * OPS
+    assert all(contract_problems(r) == [] for r in records)
+    tiny = [r for r in records if r["experiment"] == "tiny"]
+    assert all(r["status"] == "ok" and r["valid"] and r["gbps"] > 0 for r in tiny)
+    assert {r["threads_requested"] for r in tiny} == {1, "all"}
+    unrunnable = [r for r in records if r["experiment"] == "unrunnable"]
+    assert all(r["status"] == "skipped" and "7" in r["reason"] for r in unrunnable)
+
+
+def test_collected_table_holds_every_record(workflow):
+    workdir, _ = workflow
+    table = (workdir / "results" / "testbox" / "measurements.csv").read_text().splitlines()
+    assert len(table) - 1 == (2 * 2 * 2 + 1) * OPS
+
+
+def test_report_has_every_section(workflow):
+    workdir, _ = workflow
+    html = (workdir / "results" / "report.html").read_text()
+    for section in SECTIONS:
+        assert f'id="{section}"' in html, section
+    assert html.count("<svg") >= 4  # scaling + histogram per experiment, inline
+    assert "bind:7" in html and "skipped" in html  # the unrunnable cell and why
+    assert "testbox" in html and "Bandwidth vs threads" in html and "1 GB/s bins" in html
+    assert ">nan<" not in html.lower()
+    assert "src=" not in html and "<link" not in html  # self-contained
+
+
+def test_measurements_never_overlap(workflow):
+    workdir, _ = workflow
+    spans = set()
+    for f in run_files(workdir):
+        for r in read_jsonl(workdir / f):
+            if r["status"] == "ok":
+                spans.add((r["t_start"], r["t_end"]))
+    spans = sorted(spans)
+    assert len(spans) == 2 * 2 * 2  # one span per process
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        assert start >= end, f"a measurement started at {start} before the previous one ended at {end}"
+
+
+def test_second_run_does_nothing(workflow, venv_bin):
+    workdir, _ = workflow
+    before = run_files(workdir)
+    again = snakemake(workdir, venv_bin)
+    assert "Nothing to be done" in again.stdout + again.stderr
+    assert run_files(workdir) == before
+
+
+def test_a_commit_that_touches_no_kernel_or_rule_remeasures_nothing(workflow, venv_bin):
+    workdir, _ = workflow
+    (workdir / "NOTES.md").write_text("a note\n")
+    (workdir / "config" / "README.md").write_text("an edited readme\n")
+    git = ["git", "-C", str(workdir), "-c", "user.name=t", "-c", "user.email=t@localhost"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "docs"], check=True)
+    plan = snakemake(workdir, venv_bin, "--dry-run")
+    for rule in ("measure", "build_kernel", "probe_system", "collect_runs"):
+        assert planned(plan, rule) == 0, plan.stdout
+
+
+def test_config_edit_measures_only_new_cells(workflow, venv_bin):
+    workdir, _ = workflow
+    before = run_files(workdir)
+    config = json.loads(json.dumps(TINY))
+    config["experiments"]["tiny"]["threads"].append(2)  # a new thread count
+    config["experiments"]["tiny"]["repeats"] = 3  # one more repeat everywhere
+    (workdir / "tiny.yaml").write_text(yaml.safe_dump(config))
+    out = snakemake(workdir, venv_bin)
+    after = run_files(workdir)
+    new = set(after) - set(before)
+    # new cells (threads 2 x 2 affinities) x 3 repeats + the 4 old cells' third repeat
+    assert len(new) == 2 * 3 + 4
+    assert ran(out, "measure") == len(new)
+    assert all(after[f] == before[f] for f in before), "an old measurement was redone"
+    assert ran(out, "render_report") == 1
+    assert ran(out, "build_kernel") == 0 and ran(out, "probe_system") == 0
+
+
+def test_bad_config_fails_before_anything_runs(tmp_path, venv_bin, repo):
+    workdir = copy_workflow(tmp_path / "bad")
+    bad = {"experiments": {"e": {"kernel": "stream", "threads": [0], "affinity": ["compakt"], "pages": ["2m"]}}}
+    (workdir / "tiny.yaml").write_text(yaml.safe_dump(bad))
+    out = snakemake(workdir, venv_bin, check=False)
+    assert out.returncode != 0
+    text = out.stdout + out.stderr
+    for fragment in ("threads[0]: 0", "'compakt'", "'2m'", "3 problems"):
+        assert fragment in text, text
+    assert not (workdir / "results").exists() and not (workdir / "bin").exists()

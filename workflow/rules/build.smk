@@ -1,0 +1,19 @@
+rule build_kernel:
+    input:
+        sources=variants.source_paths(VARIANTS, KERNEL_DIR),
+        headers=variants.header_paths(VARIANTS, KERNEL_DIR),
+    output:
+        "bin/{system}/{kernel}-{variant}",
+    log:
+        "logs/build_kernel/{system}/{kernel}-{variant}.log",
+    conda:
+        "../../envs/build.yaml"
+    resources:
+        machine=1,
+    params:
+        cflags=lambda wildcards: variants.compile_flags(
+            VARIANTS, wildcards.kernel, wildcards.variant
+        ),
+        ldflags=variants.link_flags(VARIANTS),
+    shell:
+        "gcc {params.cflags:q} {input.sources:q} {params.ldflags:q} -o {output:q} > {log:q} 2>&1"

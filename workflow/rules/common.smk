@@ -1,0 +1,90 @@
+# Validation and input functions only; no rules here.
+import hashlib
+import json
+import subprocess
+import sys
+
+from snakemake.exceptions import WorkflowError
+
+sys.path.insert(0, str(REPO / "workflow" / "scripts"))
+
+from membench import __version__, matrix, variants  # noqa: E402
+
+KERNEL_DIR = REPO / "kernels"
+VARIANTS = variants.load_variants(KERNEL_DIR / "variants.yaml")
+try:
+    CONFIG, CELLS = matrix.load(
+        config, REPO / "workflow" / "schemas" / "config.schema.yaml", VARIANTS
+    )
+except matrix.ConfigError as error:
+    raise WorkflowError(str(error)) from None
+CELLS_BY_ID = {cell.id: cell for cell in CELLS}
+SYSTEMS = [matrix.resolve_system_name(CONFIG["system"])]
+EXPERIMENTS = list(CONFIG["experiments"])
+
+
+wildcard_constraints:
+    system=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    cell=r"[a-z][a-z0-9_]*/[^/]+/[^/]+",
+    repeat=r"[0-9]+",
+    experiment=r"[a-z][a-z0-9_]*",
+
+
+def run_files(wildcards):
+    """Every repetition file of every cell of one system."""
+    return [
+        f"results/{wildcards.system}/runs/{cell.id}/r{repeat}.jsonl"
+        for cell in CELLS
+        for repeat in range(cell.repeats)
+    ]
+
+
+def cell_binary(wildcards):
+    cell = CELLS_BY_ID[wildcards.cell]
+    return f"bin/{wildcards.system}/{cell.kernel}-{cell.variant}"
+
+
+def measure_request(wildcards):
+    """The harness request of one repetition: every knob the measurement
+    depends on, so that Snakemake reruns exactly the cells whose knobs changed."""
+    cell = CELLS_BY_ID[wildcards.cell]
+    return {
+        "system": wildcards.system,
+        "kernel": cell.kernel,
+        "variant": cell.variant,
+        "ops": tuple(VARIANTS["families"][cell.kernel]["ops"]),
+        "threads": cell.threads,
+        "affinity": cell.affinity,
+        "policy": cell.policy,
+        "pages": cell.pages,
+        "init": cell.init,
+        "size": cell.size,
+        "ntimes": cell.ntimes,
+        "repeat": int(wildcards.repeat),
+    }
+
+
+def measure_priority(wildcards):
+    return matrix.shuffle_priority(
+        wildcards.cell, int(wildcards.repeat), CONFIG["shuffle_seed"]
+    )
+
+
+def provenance():
+    """Where this report comes from; fed to the report only, never to the
+    measurements (a new commit must not re-measure anything)."""
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(REPO), "describe", "--always", "--dirty", "--abbrev=12"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown (not a git checkout)"
+    config_text = json.dumps(CONFIG, sort_keys=True)
+    return {
+        "membench_version": __version__,
+        "commit": commit,
+        "config_hash": hashlib.sha256(config_text.encode()).hexdigest()[:16],
+    }

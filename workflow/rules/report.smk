@@ -1,0 +1,28 @@
+rule render_report:
+    input:
+        cells="results/summary/cells.csv",
+        problems="results/summary/problems.csv",
+        figures=expand(
+            "results/figures/{experiment}-{kind}.svg",
+            experiment=EXPERIMENTS,
+            kind=["scaling", "histogram"],
+        ),
+        topology=expand("results/{system}/topology.json", system=SYSTEMS),
+        environment=expand("results/{system}/environment.json", system=SYSTEMS),
+        template=REPO / "reports" / "report.html.j2",
+        stylesheet=REPO / "reports" / "report.css",
+    output:
+        "results/report.html",
+    log:
+        "logs/render_report.log",
+    conda:
+        "../../envs/python.yaml"
+    resources:
+        machine=1,
+    params:
+        config=CONFIG,
+        experiments=EXPERIMENTS,
+        systems=SYSTEMS,
+        provenance=provenance(),
+    script:
+        "../scripts/render_report.py"

@@ -1,0 +1,45 @@
+"""Every run record of a system -> one tidy table (one row per record)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from membench.records import contract_problems, read_jsonl, write_text_atomic
+
+
+class ContractError(ValueError):
+    pass
+
+
+def _flat(value):
+    """Lists and objects become JSON text so a CSV cell can hold them."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
+
+
+def load_records(paths: list[str]) -> list[dict]:
+    records, problems = [], []
+    for path in paths:
+        for i, record in enumerate(read_jsonl(Path(path))):
+            problems += [f"{path}:{i + 1}: {p}" for p in contract_problems(record)]
+            records.append(record)
+    if problems:
+        raise ContractError("records break the contract:\n" + "\n".join(problems[:50]))
+    return records
+
+
+def records_table(records: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame([{k: _flat(v) for k, v in r.items()} for r in records])
+
+
+def collect_runs(inputs: list[str], output: str) -> pd.DataFrame:
+    table = records_table(load_records(inputs))
+    write_text_atomic(Path(output), table.to_csv(index=False))
+    return table
+
+
+def read_measurements(paths: list[str]) -> pd.DataFrame:
+    frames = [pd.read_csv(p) for p in paths]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

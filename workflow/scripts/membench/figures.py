@@ -1,0 +1,122 @@
+"""Figures of one experiment as SVG text (seaborn/matplotlib, no display).
+
+- scaling: GB/s vs threads per op, mean +- std markers inside a shaded
+  min-max band (Fig. 2 of the Colfax paper);
+- histogram: every repetition in 1 GB/s bins per (threads, series), one
+  colour per op (Figs. 3-7).
+A "series" is the combination of the axes other than threads and op that
+vary inside the experiment (affinity, variant, policy, ...).
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from membench.collect import read_measurements  # noqa: E402
+from membench.records import write_text_atomic  # noqa: E402
+
+SERIES_AXES = ["system", "variant", "affinity", "policy_requested", "pages", "init", "size_requested"]
+GBPS_LABEL = "bandwidth (GB/s = 1e9 B/s)"
+
+
+def add_series(table: pd.DataFrame) -> pd.DataFrame:
+    """Label each row by the axes that vary within the table."""
+    varying = [a for a in SERIES_AXES if a in table and table[a].nunique(dropna=False) > 1]
+    table = table.copy()
+    if not varying:
+        table["series"] = table["affinity"].astype(str) if "affinity" in table else "all"
+        return table
+    if varying == ["affinity"]:
+        table["series"] = table["affinity"].astype(str)
+        return table
+    table["series"] = table[varying].astype(str).apply(
+        lambda row: ", ".join(f"{a.removesuffix('_requested')}={v}" for a, v in row.items()), axis=1
+    )
+    return table
+
+
+def to_svg(fig, name: str) -> str:
+    """SVG text with ids salted by the figure's name, so several figures can
+    be inlined in one HTML page without clashing ids."""
+    buffer = io.StringIO()
+    with plt.rc_context({"svg.hashsalt": name, "svg.fonttype": "none"}):
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    text = buffer.getvalue()
+    return text[text.index("<svg") :]
+
+
+def _empty(message: str, name: str) -> str:
+    fig, ax = plt.subplots(figsize=(6, 1.2))
+    ax.axis("off")
+    ax.text(0.5, 0.5, message, ha="center", va="center")
+    return to_svg(fig, name)
+
+
+def scaling_svg(cells: pd.DataFrame, name: str) -> str:
+    """Bandwidth vs threads from the per-cell summary."""
+    cells = add_series(cells[cells["n_ok"] > 0])
+    if cells.empty:
+        return _empty("no successful measurements in this experiment", name)
+    ops = list(dict.fromkeys(cells["op"]))
+    series = list(dict.fromkeys(cells["series"]))
+    palette = dict(zip(series, sns.color_palette("colorblind", len(series))))
+    ncols = min(2, len(ops))
+    nrows = -(-len(ops) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 3.4 * nrows), squeeze=False)
+    for ax, op in zip(axes.flat, ops):
+        for label in series:
+            part = cells[(cells["op"] == op) & (cells["series"] == label)].sort_values("threads")
+            if part.empty:
+                continue
+            colour = palette[label]
+            ax.fill_between(part["threads"], part["gbps_min"], part["gbps_max"], color=colour, alpha=0.2, lw=0)
+            ax.errorbar(
+                part["threads"], part["gbps_mean"], yerr=part["gbps_std"].fillna(0),
+                color=colour, marker="o", ms=4, capsize=3, label=label,
+            )  # fmt: skip
+        ax.set_title(op)
+        ax.set_xlabel("threads")
+        ax.set_ylabel(GBPS_LABEL)
+        ax.set_xticks(sorted(cells["threads"].unique()))
+        ax.set_ylim(bottom=0)
+    for ax in list(axes.flat)[len(ops) :]:
+        ax.remove()
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, title="mean ± std, band min–max", loc="upper center",
+               bbox_to_anchor=(0.5, 0), ncol=min(4, len(series)))  # fmt: skip
+    fig.tight_layout()
+    return to_svg(fig, name)
+
+
+def histogram_svg(measurements: pd.DataFrame, name: str) -> str:
+    """Every repetition, 1 GB/s bins, one panel per (threads, series)."""
+    ok = add_series(measurements[measurements["status"] == "ok"])
+    if ok.empty:
+        return _empty("no successful measurements in this experiment", name)
+    low, high = np.floor(ok["gbps"].min()), np.ceil(ok["gbps"].max()) + 1
+    grid = sns.displot(
+        ok, x="gbps", hue="op", row="threads", col="series", bins=np.arange(low, high + 1, 1.0),
+        element="step", fill=False, height=2.4, aspect=1.6, facet_kws={"sharey": False, "margin_titles": True},
+    )  # fmt: skip
+    grid.set_axis_labels(GBPS_LABEL + ", 1 GB/s bins", "runs")
+    return to_svg(grid.figure, name)
+
+
+def plot_experiment(experiment: str, cells_csv: str, measurements: list[str], scaling_out: str, histogram_out: str) -> None:
+    cells = pd.read_csv(cells_csv)
+    cells = cells[cells["experiment"] == experiment]
+    table = read_measurements(measurements)
+    table = table[table["experiment"] == experiment]
+    sns.set_theme(style="whitegrid", context="paper")
+    write_text_atomic(Path(scaling_out), scaling_svg(cells, f"{experiment}-scaling"))
+    write_text_atomic(Path(histogram_out), histogram_svg(table, f"{experiment}-histogram"))

@@ -1,0 +1,195 @@
+"""One repetition of one cell: resolve the request against this host, run
+the harness as a separate process, and store its records atomically.
+
+A cell the host cannot run becomes `skipped` records with the reason; a
+harness that fails validation or crashes becomes `failed` records. Neither
+stops the pipeline: the report shows them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from membench import SCHEMA_VERSION, __version__
+from membench.records import write_jsonl_atomic
+from membench.topology import parse_cpulist
+
+AUTO_SIZE_FLOOR = 256 * 2**20
+# Binding variables a user's shell may carry; the harness binds by itself.
+BINDING_ENV = ("OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY", "OMP_NUM_THREADS")
+HARNESS_SKIPPED = 3
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a cell asks for, as in the config (threads may be "all", size
+    may be "auto", policy may be "remote")."""
+
+    system: str
+    kernel: str
+    variant: str
+    ops: tuple[str, ...]
+    threads: int | str
+    affinity: str
+    policy: str
+    pages: str
+    init: str
+    size: int | str
+    ntimes: int
+    repeat: int
+
+
+def auto_size(topology: dict) -> int:
+    """STREAM's rule: each array at least 4 x the last-level cache."""
+    llc = topology.get("llc_bytes") or 0
+    return max(4 * llc, AUTO_SIZE_FLOOR)
+
+
+def _thread_nodes(affinity: str, threads: int, allowed: list[int], topology: dict) -> set[int]:
+    node_of = {c["cpu"]: c["node"] for c in topology["cpus"]}
+    if affinity.startswith("cpus:"):
+        cpus = parse_cpulist(affinity.removeprefix("cpus:"))[:threads]
+    else:
+        cpus = allowed
+    return {node_of.get(cpu, 0) for cpu in cpus}
+
+
+def remote_node(thread_nodes: set[int], topology: dict) -> int | None:
+    """The memory node farthest (by the distance matrix) from the nodes the
+    threads run on; None when every node holds threads."""
+    candidates = [n for n in topology["nodes"] if n["node"] not in thread_nodes and n["memory_bytes"]]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda n: (sum(n["distances"][t] for t in thread_nodes), -n["node"]))["node"]
+
+
+def resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict, str | None]:
+    """Concrete harness arguments for this host, or the reason it cannot run."""
+    threads = len(allowed) if request.threads == "all" else request.threads
+    size = auto_size(topology) if request.size == "auto" else request.size
+    resolved = {"threads": threads, "size": size, "policy": request.policy}
+    if threads > len(allowed):
+        return resolved, f"{threads} threads requested but only {len(allowed)} CPUs are available"
+    if request.affinity.startswith("cpus:"):
+        listed = parse_cpulist(request.affinity.removeprefix("cpus:"))
+        missing = sorted(set(listed) - set(allowed))
+        if missing:
+            return resolved, f"affinity {request.affinity}: CPUs {missing} are not available (allowed: {allowed})"
+        if len(listed) < threads:
+            return resolved, f"affinity {request.affinity} lists {len(listed)} CPUs for {threads} threads"
+    if request.policy == "remote":
+        nodes = _thread_nodes(request.affinity, threads, allowed, topology)
+        node = remote_node(nodes, topology)
+        if node is None:
+            return resolved, (
+                f"policy remote needs a memory node without threads; the threads use "
+                f"nodes {sorted(nodes)} of {len(topology['nodes'])}"
+            )
+        resolved["policy"] = f"bind:{node}"
+    return resolved, None
+
+
+def harness_argv(binary: str, request: Request, resolved: dict) -> list[str]:
+    return [
+        str(binary),
+        "--op", ",".join(request.ops),
+        "--threads", str(resolved["threads"]),
+        "--affinity", request.affinity,
+        "--policy", resolved["policy"],
+        "--pages", request.pages,
+        "--init", request.init,
+        "--size", str(resolved["size"]),
+        "--ntimes", str(request.ntimes),
+        "--repeat", str(request.repeat),
+        "--system", request.system,
+        "--variant", request.variant,
+    ]  # fmt: skip
+
+
+def _placeholder_records(request: Request, resolved: dict, status: str, reason: str) -> list[dict]:
+    """Records for a process that produced none of its own."""
+    now = time.time()
+    return [
+        {
+            "schema": SCHEMA_VERSION,
+            "system": request.system,
+            "kernel": request.kernel,
+            "variant": request.variant,
+            "op": op,
+            "threads": resolved["threads"],
+            "affinity": request.affinity,
+            "policy": resolved["policy"],
+            "pages": request.pages,
+            "init": request.init,
+            "size_bytes": resolved["size"],
+            "repeat": request.repeat,
+            "status": status,
+            "reason": reason,
+            "t_start": now,
+            "t_end": now,
+        }
+        for op in request.ops
+    ]
+
+
+def run_harness(binary: str, request: Request, resolved: dict, log) -> list[dict]:
+    env = {k: v for k, v in os.environ.items() if k not in BINDING_ENV}
+    argv = harness_argv(binary, request, resolved)
+    log.write(f"$ {' '.join(argv)}\n")
+    log.flush()
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
+    records, garbage = [], []
+    for line in proc.stdout.splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            garbage.append(line)
+    if garbage or not records:
+        why = f"harness exited with code {proc.returncode}"
+        if garbage:
+            why += f" and printed non-JSON output: {garbage[0][:200]!r}"
+        return _placeholder_records(request, resolved, "failed", why)
+    if proc.returncode not in (0, 1, HARNESS_SKIPPED):
+        for record in records:
+            record["status"] = "failed"
+            record["reason"] = record.get("reason") or f"harness exited with code {proc.returncode}"
+    return records
+
+
+def measure_cell(
+    binary: str,
+    topology: str,
+    output: str,
+    log: str,
+    *,
+    request: Request,
+    experiment: str,
+    cell_id: str,
+) -> list[dict]:
+    """Measure one repetition of one cell and write its records atomically."""
+    with open(topology) as fh:
+        topo = json.load(fh)
+    allowed = sorted(os.sched_getaffinity(0))
+    resolved, skip_reason = resolve(request, topo, allowed)
+    with open(log, "w") as log_fh:
+        if skip_reason:
+            log_fh.write(f"skipped: {skip_reason}\n")
+            records = _placeholder_records(request, resolved, "skipped", skip_reason)
+        else:
+            records = run_harness(binary, request, resolved, log_fh)
+    for record in records:
+        record.update(
+            experiment=experiment,
+            cell=cell_id,
+            threads_requested=request.threads,
+            size_requested=request.size,
+            policy_requested=request.policy,
+            membench_version=__version__,
+        )
+    write_jsonl_atomic(Path(output), records)
+    return records

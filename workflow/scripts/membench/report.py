@@ -1,0 +1,152 @@
+"""The self-contained HTML report: Jinja2 template + inline SVG figures.
+
+Markup lives in reports/*.j2; this module only gathers the context. One
+Environment, autoescape on, StrictUndefined (a missing value is an error,
+not an empty cell).
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import json
+import math
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+import yaml
+from markupsafe import Markup
+
+from membench.records import write_text_atomic
+
+
+def number(value, digits: int = 2) -> str:
+    """Table formatting: NaN/None -> an en dash, never "nan"."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def human_bytes(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    value = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return str(value)
+
+
+def make_environment(template_dir: Path) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(template_dir),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["number"] = number
+    env.filters["bytes"] = human_bytes
+    return env
+
+
+def cache_warnings(cells: pd.DataFrame, systems: dict) -> list[str]:
+    """STREAM's rule: arrays under 4 x LLC measure caches, not memory."""
+    warnings = []
+    for row in cells.drop_duplicates(["system", "cell"]).itertuples():
+        llc = systems.get(row.system, {}).get("topology", {}).get("llc_bytes")
+        if llc and row.size_bytes < 4 * llc:
+            warnings.append(
+                f"{row.system} {row.cell}: {human_bytes(row.size_bytes)} per array is below "
+                f"4 × LLC ({human_bytes(4 * llc)}); caches inflate these numbers."
+            )
+    return warnings
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    """Rows as dicts with NaN as None (StrictUndefined-safe, formatted by filters)."""
+    return [
+        {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+        for row in frame.to_dict("records")
+    ]
+
+
+def build_context(
+    *,
+    config: dict,
+    cells: pd.DataFrame,
+    problems: pd.DataFrame,
+    figures: dict[str, dict[str, str]],
+    systems: dict[str, dict],
+    provenance: dict,
+) -> dict:
+    experiments = []
+    for name, spec in config["experiments"].items():
+        part = cells[cells["experiment"] == name]
+        experiments.append(
+            {
+                "name": name,
+                "kernel": spec["kernel"],
+                "axes": {k: v for k, v in spec.items() if k not in ("kernel", "exclude")},
+                "figures": {kind: Markup(svg) for kind, svg in figures.get(name, {}).items()},
+                "cells": _records(part),
+            }
+        )
+    return {
+        "provenance": provenance,
+        "systems": systems,
+        "experiments": experiments,
+        "problems": _records(problems),
+        "warnings": cache_warnings(cells, systems),
+        "config_yaml": yaml.safe_dump(config, sort_keys=False),
+        "totals": {
+            "cells": int(cells[["system", "cell"]].drop_duplicates().shape[0]),
+            "ok": int(cells["n_ok"].sum()),
+            "skipped": int(cells["n_skipped"].sum()),
+            "failed": int(cells["n_failed"].sum()),
+        },
+    }
+
+
+def render_report(
+    *,
+    template: str,
+    stylesheet: str,
+    config: dict,
+    cells_csv: str,
+    problems_csv: str,
+    figures: list[str],
+    system_files: dict[str, dict[str, str]],
+    provenance: dict,
+    output: str,
+) -> None:
+    """figures: SVG paths named <experiment>-<kind>.svg; system_files:
+    system -> {"topology": path, "environment": path}."""
+    svgs: dict[str, dict[str, str]] = {}
+    for path in map(Path, figures):
+        experiment, kind = path.stem.rsplit("-", 1)
+        svgs.setdefault(experiment, {})[kind] = path.read_text()
+    systems = {
+        name: {kind: json.loads(Path(path).read_text()) for kind, path in files.items()}
+        for name, files in system_files.items()
+    }
+    context = build_context(
+        config=config,
+        cells=pd.read_csv(cells_csv),
+        problems=pd.read_csv(problems_csv),
+        figures=svgs,
+        systems=systems,
+        provenance={
+            **provenance,
+            "snakemake_version": importlib.metadata.version("snakemake"),
+            "rendered_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        },
+    )
+    env = make_environment(Path(template).parent)
+    context["stylesheet"] = Markup(Path(stylesheet).read_text())
+    html = env.get_template(Path(template).name).render(**context)
+    write_text_atomic(Path(output), html)

@@ -1,0 +1,77 @@
+"""Pure statistics over the tidy measurement table: per-cell summaries of
+the repetitions (separate processes) and the list of cells that did not run."""
+
+from __future__ import annotations
+
+import json
+import pandas as pd
+
+# A cell as requested, plus what the host resolved it to.
+CELL_KEYS = [
+    "system",
+    "experiment",
+    "cell",
+    "kernel",
+    "variant",
+    "op",
+    "threads_requested",
+    "affinity",
+    "policy_requested",
+    "pages",
+    "init",
+    "size_requested",
+]
+OBTAINED_KEYS = ["threads", "size_bytes", "policy"]
+
+
+def _pattern_counts(values: pd.Series) -> str:
+    """"[0, 1]" x3; "[1, 0]" x1 -> a compact text of distinct patterns."""
+    counts = values.dropna().value_counts()
+    return "; ".join(f"{pattern} x{n}" for pattern, n in counts.items())
+
+
+def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (cell, op): repetitions by status, and the bandwidth
+    distribution (GB/s = 1e9 B/s) of the ok ones."""
+    rows = []
+    for key, group in table.groupby(CELL_KEYS, dropna=False, sort=True):
+        ok = group[group["status"] == "ok"]
+        row = dict(zip(CELL_KEYS, key))
+        for obtained in OBTAINED_KEYS:
+            row[obtained] = group[obtained].iloc[0]
+        row.update(
+            n_ok=len(ok),
+            n_skipped=int((group["status"] == "skipped").sum()),
+            n_failed=int((group["status"] == "failed").sum()),
+        )
+        if len(ok) and "gbps" in ok:
+            gbps = ok["gbps"].astype(float)
+            row.update(
+                gbps_mean=gbps.mean(),
+                gbps_std=gbps.std(ddof=1) if len(ok) > 1 else float("nan"),
+                gbps_min=gbps.min(),
+                gbps_max=gbps.max(),
+                gbps_median=gbps.median(),
+                gbps_wa_mean=ok["gbps_wa"].astype(float).mean() if "gbps_wa" in ok else float("nan"),
+                hugepage_fraction_mean=ok["hugepage_fraction"].astype(float).mean(),
+                cpus_obtained=_pattern_counts(ok["cpus"]),
+                page_nodes_obtained=_pattern_counts(ok["page_nodes"]),
+                migrated_runs=int(ok["migrated"].fillna(False).astype(bool).sum()) if "migrated" in ok else 0,
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def problem_cells(table: pd.DataFrame) -> pd.DataFrame:
+    """Every (cell, status, reason) that is not ok, with how often."""
+    bad = table[table["status"] != "ok"]
+    keys = ["system", "experiment", "cell", "status", "reason"]
+    if bad.empty:
+        return pd.DataFrame(columns=[*keys, "records"])
+    return bad.groupby(keys, dropna=False).size().reset_index(name="records")
+
+
+def page_nodes_label(text: str) -> str:
+    """'{"0": 1.0}' -> "node 0: 100%"."""
+    nodes = json.loads(text)
+    return ", ".join(f"node {n}: {f:.0%}" for n, f in sorted(nodes.items()))

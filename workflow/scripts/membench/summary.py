@@ -1,0 +1,16 @@
+"""The analyse stage's files: per-cell statistics and the cells that did
+not run, for every system at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from membench.collect import read_measurements
+from membench.records import write_text_atomic
+from membench.stats import problem_cells, summarise_cells
+
+
+def write_summaries(measurements: list[str], cells_out: str, problems_out: str) -> None:
+    table = read_measurements(measurements)
+    write_text_atomic(Path(cells_out), summarise_cells(table).to_csv(index=False))
+    write_text_atomic(Path(problems_out), problem_cells(table).to_csv(index=False))

@@ -1,0 +1,170 @@
+"""What the machine is: CPUs, NUMA nodes, caches (topology.json) and the
+kernel settings that change memory results (environment.json).
+
+Read from sysfs/procfs under an injectable root, so tests can feed captured
+trees. Only facts of the machine go here: nothing that changes with a commit
+or a config edit, or every such change would re-measure everything.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+from pathlib import Path
+
+from membench.records import write_text_atomic
+
+
+def parse_cpulist(text: str) -> list[int]:
+    """"0-3,8,10-11" -> [0, 1, 2, 3, 8, 10, 11]."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def parse_size_text(text: str) -> int:
+    """sysfs cache sizes: "48K", "2048K", "105M" -> bytes."""
+    match = re.fullmatch(r"([0-9]+)([KMG]?)", text.strip())
+    if not match:
+        raise ValueError(f"not a sysfs size: {text!r}")
+    return int(match.group(1)) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[match.group(2)]
+
+
+def _read(path: Path, default: str | None = None) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return default
+
+
+def _bracketed(text: str | None) -> str | None:
+    """The selected value of a sysfs choice such as "always [madvise] never"."""
+    if text is None:
+        return None
+    match = re.search(r"\[([^\]]+)\]", text)
+    return match.group(1) if match else text
+
+
+def read_cpus(root: Path) -> list[dict]:
+    base = root / "sys/devices/system/cpu"
+    cpus = []
+    for cpu in parse_cpulist(_read(base / "online", "0")):
+        cpu_dir = base / f"cpu{cpu}"
+        nodes = sorted(int(p.name[4:]) for p in cpu_dir.glob("node[0-9]*"))
+        topo = cpu_dir / "topology"
+        cpus.append(
+            {
+                "cpu": cpu,
+                "core": int(_read(topo / "core_id", "0")),
+                "package": int(_read(topo / "physical_package_id", "0")),
+                "node": nodes[0] if nodes else 0,
+                "siblings": parse_cpulist(_read(topo / "thread_siblings_list", str(cpu))),
+            }
+        )
+    return cpus
+
+
+def read_nodes(root: Path) -> list[dict]:
+    base = root / "sys/devices/system/node"
+    nodes = []
+    for node_dir in sorted(base.glob("node[0-9]*"), key=lambda p: int(p.name[4:])):
+        meminfo = _read(node_dir / "meminfo", "")
+        total = re.search(r"MemTotal:\s+([0-9]+) kB", meminfo)
+        nodes.append(
+            {
+                "node": int(node_dir.name[4:]),
+                "cpus": parse_cpulist(_read(node_dir / "cpulist", "")),
+                "memory_bytes": int(total.group(1)) * 1024 if total else 0,
+                "distances": [int(d) for d in _read(node_dir / "distance", "10").split()],
+            }
+        )
+    return nodes or [{"node": 0, "cpus": [], "memory_bytes": 0, "distances": [10]}]
+
+
+def read_caches(root: Path, cpu: int = 0) -> list[dict]:
+    """The caches seen by one CPU, with how many CPUs share each."""
+    base = root / f"sys/devices/system/cpu/cpu{cpu}/cache"
+    caches = []
+    for index in sorted(base.glob("index[0-9]*")):
+        size = _read(index / "size")
+        if size is None:
+            continue
+        caches.append(
+            {
+                "level": int(_read(index / "level", "0")),
+                "type": _read(index / "type", "Unknown"),
+                "size_bytes": parse_size_text(size),
+                "line_bytes": int(_read(index / "coherency_line_size", "64")),
+                "shared_cpus": parse_cpulist(_read(index / "shared_cpu_list", str(cpu))),
+            }
+        )
+    return caches
+
+
+def read_cpu_model(root: Path) -> tuple[str, list[str]]:
+    cpuinfo = _read(root / "proc/cpuinfo", "")
+    model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
+    flags = re.search(r"^flags\s*:\s*(.+)$", cpuinfo, re.M)
+    return (model.group(1).strip() if model else "unknown", flags.group(1).split() if flags else [])
+
+
+def read_topology(root: Path = Path("/")) -> dict:
+    cpus = read_cpus(root)
+    caches = read_caches(root, cpus[0]["cpu"] if cpus else 0)
+    data_caches = [c for c in caches if c["type"] in ("Data", "Unified")]
+    llc = max(data_caches, key=lambda c: (c["level"], c["size_bytes"]), default=None)
+    model, flags = read_cpu_model(root)
+    return {
+        "cpu_model": model,
+        "cpu_flags": sorted(f for f in flags if f.startswith(("avx", "sse", "fma", "amx"))),
+        "cpus": cpus,
+        "cores": len({(c["package"], c["core"]) for c in cpus}),
+        "packages": len({c["package"] for c in cpus}),
+        "nodes": read_nodes(root),
+        "caches": caches,
+        "llc_bytes": llc["size_bytes"] if llc else None,
+        "line_bytes": data_caches[0]["line_bytes"] if data_caches else 64,
+    }
+
+
+def compiler_version(compiler: str = "gcc") -> str:
+    try:
+        out = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        return f"unavailable ({exc})"
+    return out.stdout.splitlines()[0]
+
+
+def read_environment(root: Path = Path("/")) -> dict:
+    hugepages = {}
+    for size_dir in sorted((root / "sys/kernel/mm/hugepages").glob("hugepages-*kB")):
+        hugepages[size_dir.name.removeprefix("hugepages-")] = {
+            "nr": int(_read(size_dir / "nr_hugepages", "0")),
+            "free": int(_read(size_dir / "free_hugepages", "0")),
+        }
+    numa_balancing = _read(root / "proc/sys/kernel/numa_balancing")
+    zone_reclaim = _read(root / "proc/sys/vm/zone_reclaim_mode")
+    model, flags = read_cpu_model(root)
+    return {
+        "hostname": socket.gethostname(),
+        "kernel": _read(root / "proc/sys/kernel/osrelease", "unknown"),
+        "virtualized": "hypervisor" in flags,
+        "thp_enabled": _bracketed(_read(root / "sys/kernel/mm/transparent_hugepage/enabled")),
+        "thp_defrag": _bracketed(_read(root / "sys/kernel/mm/transparent_hugepage/defrag")),
+        "hugepages": hugepages,
+        "numa_balancing": int(numa_balancing) if numa_balancing is not None else None,
+        "zone_reclaim_mode": int(zone_reclaim) if zone_reclaim is not None else None,
+        "governor": _read(root / "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "compiler": compiler_version(),
+    }
+
+
+def write_probe(root: str, topology_out: str, environment_out: str) -> None:
+    write_text_atomic(Path(topology_out), json.dumps(read_topology(Path(root)), indent=1) + "\n")
+    write_text_atomic(Path(environment_out), json.dumps(read_environment(Path(root)), indent=1) + "\n")

@@ -1,0 +1,65 @@
+"""The variant table (kernels/variants.yaml): what to compile, and how."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+
+def load_variants(path: Path) -> dict:
+    with open(path) as fh:
+        return yaml.safe_load(fh)
+
+
+def families(table: dict) -> dict[str, dict]:
+    return table["families"]
+
+
+def variant_names(table: dict, family: str) -> list[str]:
+    return list(table["families"][family]["variants"])
+
+
+def source_paths(table: dict, kernel_dir: Path) -> list[str]:
+    common = table["common"]
+    return [str(kernel_dir / name) for name in common["sources"]]
+
+
+def header_paths(table: dict, kernel_dir: Path) -> list[str]:
+    return [str(kernel_dir / name) for name in table["common"]["headers"]]
+
+
+def compile_flags(table: dict, family: str, variant: str) -> list[str]:
+    """Compiler flags for one binary: common flags, the variant's own, and
+    the defines that tell the harness which family and variant it is."""
+    common = table["common"]
+    own = table["families"][family]["variants"][variant]["cflags"]
+    return [
+        *common["cflags"],
+        *own,
+        f'-DMB_FAMILY="{family}"',
+        f'-DMB_VARIANT="{variant}"',
+        f'-DMB_CFLAGS="{" ".join(own)}"',
+    ]
+
+
+def link_flags(table: dict) -> list[str]:
+    return list(table["common"]["ldflags"])
+
+
+def compile_argv(
+    table: dict, family: str, variant: str, kernel_dir: Path, output: Path
+) -> list[str]:
+    """The full gcc command line, as the build rule runs it."""
+    return [
+        "gcc",
+        *compile_flags(table, family, variant),
+        *source_paths(table, kernel_dir),
+        *link_flags(table),
+        "-o",
+        str(output),
+    ]
+
+
+def features(table: dict, family: str, variant: str) -> dict:
+    return dict(table["families"][family]["variants"][variant].get("features", {}))

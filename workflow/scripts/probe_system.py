@@ -1,0 +1,11 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+from membench.topology import write_probe  # noqa: E402
+
+write_probe(
+    root=snakemake.params.root,
+    topology_out=snakemake.output.topology,
+    environment_out=snakemake.output.environment,
+)

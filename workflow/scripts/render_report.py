@@ -1,0 +1,22 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+from membench.report import render_report  # noqa: E402
+
+render_report(
+    template=snakemake.input.template,
+    stylesheet=snakemake.input.stylesheet,
+    config=snakemake.params.config,
+    cells_csv=snakemake.input.cells,
+    problems_csv=snakemake.input.problems,
+    figures=list(snakemake.input.figures),
+    system_files={
+        system: {"topology": topology, "environment": environment}
+        for system, topology, environment in zip(
+            snakemake.params.systems, snakemake.input.topology, snakemake.input.environment
+        )
+    },
+    provenance=snakemake.params.provenance,
+    output=snakemake.output[0],
+)
