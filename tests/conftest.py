@@ -31,9 +31,12 @@ def stream_binary(tmp_path_factory) -> Path:
     """The default STREAM binary, built exactly as the build rule builds it."""
     table = variants.load_variants(REPO / "kernels" / "variants.yaml")
     out = tmp_path_factory.mktemp("bin") / "stream-default"
-    subprocess.run(
-        variants.compile_argv(table, "stream", "default", REPO / "kernels", out), check=True
+    built = subprocess.run(
+        variants.compile_argv(table, "stream", "default", REPO / "kernels", out),
+        capture_output=True,
+        text=True,
     )
+    assert built.returncode == 0 and built.stderr == "", f"compiler said:\n{built.stderr}"
     return out
 
 
