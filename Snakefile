@@ -14,9 +14,17 @@ REPO = Path(workflow.basedir)
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/build.smk"
-include: "workflow/rules/probe.smk"
-include: "workflow/rules/measure.smk"
+
+
+# In figures-only mode the stored runs are plain inputs: with no rule that
+# could produce them, nothing can ever trigger a re-measurement.
+if not FIGURES_ONLY:
+
+    include: "workflow/rules/build.smk"
+    include: "workflow/rules/probe.smk"
+    include: "workflow/rules/measure.smk"
+
+
 include: "workflow/rules/analyse.smk"
 include: "workflow/rules/report.smk"
 

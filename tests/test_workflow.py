@@ -142,6 +142,21 @@ def test_config_edit_measures_only_new_cells(workflow, venv_bin):
     assert ran(out, "build_kernel") == 0 and ran(out, "probe_system") == 0
 
 
+def test_figures_only_rebuilds_the_report_without_measuring(workflow, venv_bin):
+    """Stored runs are plain inputs: even with the binaries gone (as with an
+    archive from another machine), nothing is compiled, probed or measured."""
+    workdir, _ = workflow
+    before = run_files(workdir)
+    subprocess.run(["rm", "-rf", str(workdir / "bin")], check=True)
+    (workdir / "results" / "report.html").unlink()
+    out = snakemake(workdir, venv_bin, "--config", "figures_only=True")
+    for rule in ("measure", "build_kernel", "probe_system"):
+        assert ran(out, rule) == 0, rule
+    assert ran(out, "render_report") == 1
+    assert run_files(workdir) == before
+    assert 'id="experiment-tiny"' in (workdir / "results" / "report.html").read_text()
+
+
 def test_bad_config_fails_before_anything_runs(tmp_path, venv_bin, repo):
     workdir = copy_workflow(tmp_path / "bad")
     bad = {"experiments": {"e": {"kernel": "stream", "threads": [0], "affinity": ["compakt"], "pages": ["2m"]}}}

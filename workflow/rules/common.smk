@@ -21,6 +21,7 @@ except matrix.ConfigError as error:
 CELLS_BY_ID = {cell.id: cell for cell in CELLS}
 SYSTEMS = [matrix.resolve_system_name(CONFIG["system"])]
 EXPERIMENTS = list(CONFIG["experiments"])
+FIGURES_ONLY = CONFIG["figures_only"]
 
 
 wildcard_constraints:
@@ -31,12 +32,14 @@ wildcard_constraints:
 
 
 def run_files(wildcards):
-    """Every repetition file of every cell of one system."""
-    return [
+    """Every repetition file of every cell of one system; in figures-only
+    mode, those of them that are stored."""
+    files = [
         f"results/{wildcards.system}/runs/{cell.id}/r{repeat}.jsonl"
         for cell in CELLS
         for repeat in range(cell.repeats)
     ]
+    return [f for f in files if Path(f).exists()] if FIGURES_ONLY else files
 
 
 def cell_binary(wildcards):

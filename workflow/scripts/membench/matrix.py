@@ -39,7 +39,8 @@ class ConfigError(ValueError):
     def __init__(self, problems: list[str]):
         self.problems = problems
         lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"invalid membench config ({len(problems)} problems):\n{lines}")
+        noun = "problem" if len(problems) == 1 else "problems"
+        super().__init__(f"invalid membench config ({len(problems)} {noun}):\n{lines}")
 
 
 @dataclass(frozen=True)
