@@ -8,12 +8,16 @@ STAMP  := $(VENV)/.installed
 CORES  ?= all
 CONFIG ?= config/config.yaml
 
-.PHONY: run test lint system-deps clean
+.PHONY: run test lint system-deps test-deps clean
 
 # System packages come from Debian's apt; only what is missing is installed.
 system-deps:
 	@command -v gcc >/dev/null && echo 'int main(void){return 0;}' | gcc -fopenmp -x c - -o /dev/null 2>/dev/null \
 	  || { apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev libgomp1; }
+
+# The report is checked in a real headless Chromium (Debian's package).
+test-deps:
+	@command -v chromium >/dev/null || { apt-get update && apt-get install -y --no-install-recommends chromium; }
 
 $(STAMP): requirements.txt requirements-dev.txt requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +28,7 @@ run: system-deps $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
 	@echo "Report: $(abspath results/report.html)"
 
-test: system-deps $(STAMP)
+test: system-deps test-deps $(STAMP)
 	$(BIN)/pytest -q tests
 
 lint: $(STAMP)

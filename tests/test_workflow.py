@@ -3,11 +3,13 @@ private copy of the workflow (its own git repository) under a temp dir."""
 
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from PIL import Image
 
 from conftest import copy_workflow
 from membench.records import contract_problems, read_jsonl
@@ -89,6 +91,33 @@ def test_report_has_every_section(workflow):
     assert "testbox" in html and "Bandwidth vs threads" in html and "1 GB/s bins" in html
     assert ">nan<" not in html.lower()
     assert "src=" not in html and "<link" not in html  # self-contained
+
+
+def test_report_renders_in_a_real_browser(workflow, tmp_path):
+    """Headless Chromium loads the report: the DOM holds every section and
+    the inline figures, and the screenshot shows them (not a blank page)."""
+    workdir, _ = workflow
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is missing: `make test` installs it from Debian's apt"
+    flags = [
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]  # fmt: skip
+    url = (workdir / "results" / "report.html").as_uri()
+    dom = subprocess.run([chromium, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    for section in SECTIONS:
+        assert f'id="{section}"' in dom.stdout, section
+    assert dom.stdout.count("<svg") >= 4
+    shot = tmp_path / "report.png"
+    subprocess.run(
+        [chromium, *flags, "--window-size=1280,2400", f"--screenshot={shot}", url],
+        capture_output=True, timeout=120, check=True,
+    )  # fmt: skip
+    image = Image.open(shot).convert("RGB")
+    assert image.size == (1280, 2400)
+    assert len(image.getcolors(maxcolors=1 << 20)) > 50  # text, tables and plotted colours
 
 
 def test_measurements_never_overlap(workflow):

@@ -107,7 +107,9 @@ def histogram_svg(measurements: pd.DataFrame, name: str) -> str:
     grid = sns.displot(
         ok, x="gbps", hue="op", row="threads", col="series", bins=np.arange(low, high + 1, 1.0),
         element="step", fill=False, height=2.4, aspect=1.6, facet_kws={"sharey": False, "margin_titles": True},
+        hue_order=list(dict.fromkeys(ok["op"])),
     )  # fmt: skip
+    grid.set_titles(row_template="threads = {row_name}", col_template="{col_name}")
     grid.set_axis_labels(GBPS_LABEL + ", 1 GB/s bins", "runs")
     return to_svg(grid.figure, name)
 

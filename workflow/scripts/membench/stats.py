@@ -31,10 +31,11 @@ def _pattern_counts(values: pd.Series) -> str:
 
 
 def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per (cell, op): repetitions by status, and the bandwidth
+    """One row per (cell, op), in the order the records come (config order,
+    then the kernel's op order): repetitions by status, and the bandwidth
     distribution (GB/s = 1e9 B/s) of the ok ones."""
     rows = []
-    for key, group in table.groupby(CELL_KEYS, dropna=False, sort=True):
+    for key, group in table.groupby(CELL_KEYS, dropna=False, sort=False):
         ok = group[group["status"] == "ok"]
         row = dict(zip(CELL_KEYS, key))
         for obtained in OBTAINED_KEYS:
