@@ -53,7 +53,7 @@ def test_defaults_fill_every_axis(schema_path, table):
     validated, cells = load({"experiments": {"e": {"kernel": "stream"}}}, schema_path, table)
     (cell,) = cells
     assert (cell.variant, cell.threads, cell.affinity, cell.policy) == ("default", 1, "none", "default")
-    assert (cell.pages, cell.init, cell.size) == ("4k", "parallel", "auto")
+    assert (cell.pages, cell.init, cell.size, cell.prefetch_distance) == ("variant", "parallel", "auto", "variant")
     assert validated["system"] == "auto" and cell.repeats == validated["repeats"]
 
 
@@ -122,7 +122,7 @@ EXPECTED = [
     ("experiments.values.threads[1]", "'many'", 'an integer >= 1, or "all"'),
     ("experiments.values.affinity[0]", "'compakt'", "none, close, compact, spread, scatter"),
     ("experiments.values.policy[0]", "'bind:x'", "bind:N[,M]"),
-    ("experiments.values.pages[0]", "'2m'", "4k, thp, hugetlb-2m, hugetlb-1g"),
+    ("experiments.values.pages[0]", "'2m'", "variant, 4k, thp, hugetlb-2m, hugetlb-1g"),
     ("experiments.values.init[0]", "'lazy'", "parallel, serial"),
     ("experiments.values.size[0]", "'12 parsecs'", "KiB"),
     ("experiments.values.ntimes", "1", ">= 2"),

@@ -19,7 +19,7 @@ try:
 except matrix.ConfigError as error:
     raise WorkflowError(str(error)) from None
 CELLS_BY_ID = {cell.id: cell for cell in CELLS}
-SYSTEMS = [matrix.resolve_system_name(CONFIG["system"])]
+SYSTEMS = matrix.system_names(CONFIG)
 EXPERIMENTS = list(CONFIG["experiments"])
 FIGURES_ONLY = CONFIG["figures_only"]
 
@@ -59,10 +59,16 @@ def measure_request(wildcards):
         "threads": cell.threads,
         "affinity": cell.affinity,
         "policy": cell.policy,
-        "pages": cell.pages,
+        "pages": (
+            variants.declared_pages(VARIANTS, cell.kernel, cell.variant)
+            if cell.pages == "variant"
+            else cell.pages
+        ),
+        "pages_requested": cell.pages,
         "init": cell.init,
         "size": cell.size,
         "ntimes": cell.ntimes,
+        "prefetch_distance": cell.prefetch_distance,
         "repeat": int(wildcards.repeat),
     }
 

@@ -20,7 +20,7 @@ import yaml
 
 from membench.variants import families, variant_names
 
-AXES = ("variant", "threads", "affinity", "policy", "pages", "init", "size")
+AXES = ("variant", "threads", "affinity", "policy", "pages", "init", "size", "prefetch_distance")
 AFFINITY_ALIASES = {"compact": "close", "scatter": "spread"}
 SIZE_UNITS = {
     "B": 1,
@@ -59,6 +59,7 @@ class Cell:
     size: int | str
     repeats: int
     ntimes: int
+    prefetch_distance: int | str = "variant"
 
     @property
     def id(self) -> str:
@@ -74,6 +75,8 @@ class Cell:
                 f"s{self.size}",
             )
         )
+        if self.prefetch_distance != "variant":
+            axes += f"_pf{self.prefetch_distance}"
         return f"{self.experiment}/{self.kernel}-{self.variant}/{axes}"
 
     def as_dict(self) -> dict:
@@ -105,6 +108,14 @@ def canonical_affinity(value: str) -> str:
 
 def resolve_system_name(name: str) -> str:
     return socket.gethostname().split(".")[0] if name == "auto" else name
+
+
+def system_names(config: dict) -> list[str]:
+    """The systems a validated config measures: the names under `systems`,
+    or the one `system`."""
+    if config.get("systems"):
+        return list(config["systems"])
+    return [resolve_system_name(config["system"])]
 
 
 def _describe_path(path) -> str:
@@ -251,6 +262,7 @@ def expand(config: dict, variants_table: dict) -> list[Cell]:
             "pages": experiment["pages"],
             "init": experiment["init"],
             "size": [parse_size(s) for s in experiment["size"]],
+            "prefetch_distance": experiment["prefetch_distance"],
         }
         for combo in itertools.product(*axes.values()):
             values = dict(zip(axes, combo))

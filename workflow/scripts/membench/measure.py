@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ class Request:
     size: int | str
     ntimes: int
     repeat: int
+    pages_requested: str = "4k"
+    prefetch_distance: int | str = "variant"
 
 
 def auto_size(topology: dict) -> int:
@@ -108,6 +111,7 @@ def harness_argv(binary: str, request: Request, resolved: dict) -> list[str]:
         "--repeat", str(request.repeat),
         "--system", request.system,
         "--variant", request.variant,
+        *(["--prefetch-distance", str(request.prefetch_distance)] if request.prefetch_distance != "variant" else []),
     ]  # fmt: skip
 
 
@@ -189,7 +193,12 @@ def measure_cell(
             threads_requested=request.threads,
             size_requested=request.size,
             policy_requested=request.policy,
+            pages_requested=request.pages_requested,
+            prefetch_distance_requested=request.prefetch_distance,
             membench_version=__version__,
+            # Scheduler context: which job and node measured (None locally).
+            slurm_job_id=os.environ.get("SLURM_JOB_ID"),
+            node_name=socket.gethostname(),
         )
     write_jsonl_atomic(Path(output), records)
     return records

@@ -63,3 +63,9 @@ def compile_argv(
 
 def features(table: dict, family: str, variant: str) -> dict:
     return dict(table["families"][family]["variants"][variant].get("features", {}))
+
+
+def declared_pages(table: dict, family: str, variant: str) -> str:
+    """The page size a variant declares (McCalpin's large-page versions), 4k
+    when it declares none; the pages axis value "variant" resolves to it."""
+    return table["families"][family]["variants"][variant].get("pages", "4k")
