@@ -73,6 +73,8 @@ typedef struct options {
     const char *system;
     const char *variant;
     int test_corrupt;
+    size_t prefetch_distance;   /* bytes; MB_PF_DIST unless --prefetch-distance */
+    int prefetch_distance_set;
 } options_t;
 
 static const char *g_prog = "membench";
@@ -126,11 +128,15 @@ static void print_help(FILE *f)
         "  --repeat R       integer, recorded only (default 0)\n"
         "  --system NAME    recorded (default: short host name)\n"
         "  --variant NAME   recorded (default %s)\n"
+        "  --prefetch-distance BYTES\n"
+        "                   software-prefetch distance, bytes ahead of the loads\n"
+        "                   (this variant: %s; built-in %d)\n"
         "  --test-corrupt   TEST ONLY: corrupt one element so validation fails\n"
         "  --list           print the kernel table and exit\n"
         "  --help           this text\n\n"
         "exit codes: 0 ok, 1 failed, 2 usage error, 3 skipped\n",
-        MB_VARIANT);
+        MB_VARIANT, MB_SWPF ? "prefetches" : "no software prefetch, ignored",
+        (int)MB_PF_DIST);
 }
 
 static int parse_ll(const char *s, long long *out)
@@ -256,7 +262,7 @@ static void parse_policy(const char *arg, options_t *o)
 static void parse_args(int argc, char **argv, options_t *o)
 {
     enum { O_OP = 256, O_THREADS, O_AFF, O_POL, O_PAGES, O_INIT, O_SIZE, O_NTIMES,
-           O_REPEAT, O_SYSTEM, O_VARIANT, O_CORRUPT, O_LIST, O_HELP };
+           O_REPEAT, O_SYSTEM, O_VARIANT, O_CORRUPT, O_LIST, O_HELP, O_PFDIST };
     static const struct option longopts[] = {
         {"op", required_argument, NULL, O_OP},
         {"threads", required_argument, NULL, O_THREADS},
@@ -270,13 +276,14 @@ static void parse_args(int argc, char **argv, options_t *o)
         {"system", required_argument, NULL, O_SYSTEM},
         {"variant", required_argument, NULL, O_VARIANT},
         {"test-corrupt", no_argument, NULL, O_CORRUPT},
+        {"prefetch-distance", required_argument, NULL, O_PFDIST},
         {"list", no_argument, NULL, O_LIST},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
     static const char *all_opts =
         "--op, --threads, --affinity, --policy, --pages, --init, --size, --ntimes, "
-        "--repeat, --system, --variant, --test-corrupt, --list, --help";
+        "--repeat, --system, --variant, --prefetch-distance, --test-corrupt, --list, --help";
     const char *size_arg = "auto";
     long long v;
 
@@ -329,6 +336,12 @@ static void parse_args(int argc, char **argv, options_t *o)
             o->variant = optarg;
             break;
         case O_CORRUPT: o->test_corrupt = 1; break;
+        case O_PFDIST:
+            if (parse_ll(optarg, &v) != 0 || v < 0 || v > (1LL << 30))
+                die_usage("--prefetch-distance", optarg, "an integer number of bytes, 0 to 2^30");
+            o->prefetch_distance = (size_t)v;
+            o->prefetch_distance_set = 1;
+            break;
         case O_LIST:
             mb_print_table(stdout, g_family->name);
             exit(0);
@@ -582,7 +595,9 @@ static void emit_record(const options_t *o, const run_t *r, int i)
     int placed = r->measured; /* threads and pages exist */
     long long bytes = (long long)(k->reads + k->writes) * (long long)g_family->elem_size *
                       (long long)o->elements;
-    long long bytes_wa = bytes + (k->nontemporal ? 0 : (long long)k->writes *
+    /* write-allocate: each written line is read first, unless the stores
+     * are non-temporal or the kernel read that array anyway (rmw) */
+    long long bytes_wa = bytes + ((k->nontemporal || k->rmw) ? 0 : (long long)k->writes *
                                   (long long)g_family->elem_size * (long long)o->elements);
     int nkeep = o->ntimes - 1;
     double tmin = 1e300, tsum = 0.0;
@@ -626,6 +641,13 @@ static void emit_record(const options_t *o, const run_t *r, int i)
     }
     kv_int(&b, "bytes_per_iter", bytes);
     kv_int(&b, "bytes_per_iter_wa", bytes_wa);
+    kv_bool(&b, "nontemporal", k->nontemporal);
+    /* the distance the kernel used; null when it has no software prefetch */
+    if (MB_SWPF)
+        kv_int(&b, "prefetch_distance", (long long)o->prefetch_distance);
+    else
+        kv_null(&b, "prefetch_distance");
+    kv_str(&b, "cpu_feature", k->cpu_feature);
     if (report_bw)
         kv_doubles(&b, "seconds", r->secs[i] + 1, nkeep);
     else
@@ -716,6 +738,12 @@ static void human_summary(const options_t *o, const run_t *r)
     fprintf(f, "Each op ran %d times; statistics over iterations 2..%d\n", o->ntimes, o->ntimes);
     fprintf(f, "Threads %d, affinity %s, policy %s, pages %s, init %s\n", r->threads,
             o->affinity_str, o->policy_str, o->pages_str, o->init_str);
+    if (MB_SWPF)
+        fprintf(f, "Software prefetch %zu bytes ahead%s\n", o->prefetch_distance,
+                o->prefetch_distance_set ? " (--prefetch-distance)" : " (built-in)");
+    else if (o->prefetch_distance_set)
+        fprintf(f, "--prefetch-distance ignored: variant %s has no software prefetch\n",
+                o->variant);
     if (r->measured) {
         fprintf(f, "CPUs (start -> end):");
         for (int t = 0; t < r->threads; t++)
@@ -824,6 +852,7 @@ static void measure(const options_t *o, run_t *r, mb_mapping_t *maps, mb_arrays_
     A->n = o->elements;
     A->narrays = g_family->narrays;
     A->scalar = g_family->scalar;
+    A->prefetch_distance = o->prefetch_distance;
     for (int a = 0; a < g_family->narrays; a++) {
         st = mb_map(o->pages, o->size_bytes, g_family->narrays, &maps[a], why, sizeof why);
         if (st == MB_OK)
@@ -917,6 +946,7 @@ int main(int argc, char **argv)
     o.init_str = "parallel";
     o.ntimes = 10;
     o.variant = MB_VARIANT;
+    o.prefetch_distance = MB_PF_DIST;
     parse_ops("all", &o);
     parse_args(argc, argv, &o);
 

@@ -4,31 +4,74 @@
  *
  * Bytes per iteration follow STREAM's counting: (reads + writes) x element
  * size x n.  The write-allocate column adds one read per written array unless
- * the kernel uses non-temporal stores.
+ * the kernel uses non-temporal stores or only writes arrays it also reads
+ * (rmw: x ^= m, y += a*x).
  */
 #include <string.h>
 
 #include "kernels.h"
 
 static const char *const stream_arrays[] = {"a", "b", "c"};
+static const char *const readonly_arrays[] = {"a"};
+static const char *const xor_arrays[] = {"x"};
+static const char *const daxpy_arrays[] = {"x", "y"};
 
 const mb_family_t mb_family_table[] = {
     {"stream", 3, stream_arrays, sizeof(double), 3.0, mb_stream_init,
      mb_stream_validate, mb_stream_corrupt,
      "STREAM copy/scale/add/triad on three double arrays a=1, b=2, c=0, s=3"},
+    {"readonly", 1, readonly_arrays, sizeof(double), 0.0, mb_readonly_init,
+     mb_readonly_validate, mb_readonly_corrupt,
+     "McCalpin's read-only sum reduction over one double array a[i] = i%8+1 "
+     "(exact sum)"},
+    {"xor", 1, xor_arrays, sizeof(unsigned long long), 0.0, mb_xor_init,
+     mb_xor_validate, mb_xor_corrupt,
+     "Sun's *x ^= mask over 64-bit words, private per-thread pages"},
+    {"daxpy", 2, daxpy_arrays, sizeof(double), 3.0, mb_daxpy_init,
+     mb_daxpy_validate, mb_daxpy_corrupt,
+     "ORNL's DAXPY y = y + a*x on two double arrays x=1, y=2, a=3"},
 };
 const size_t mb_family_count = sizeof mb_family_table / sizeof mb_family_table[0];
 
-/* family, op, fn, reads, writes, nontemporal, cpu_feature, model, description */
+/* The variant macros (kernels.h) are compiled into this file too, so a row
+ * states what this binary's kernel does: non-temporal stores (MB_NT) and
+ * the CPU feature its explicit vector width needs (MB_VFEATURE). */
+#if MB_NT
+#define STREAM_NT 1
+#define STREAM_FEATURE MB_VFEATURE
+#define STREAM_STORES ", non-temporal stores"
+#else
+#define STREAM_NT 0
+#define STREAM_FEATURE NULL
+#define STREAM_STORES ""
+#endif
+
+#define MB_STR_(x) #x
+#define MB_STR(x) MB_STR_(x)
+
 const mb_kernel_t mb_kernel_table[] = {
-    {"stream", "copy",  mb_stream_copy,  1, 1, 0, NULL, mb_stream_model_copy,
-     "c[j] = a[j]"},
-    {"stream", "scale", mb_stream_scale, 1, 1, 0, NULL, mb_stream_model_scale,
-     "b[j] = s*c[j]"},
-    {"stream", "add",   mb_stream_add,   2, 1, 0, NULL, mb_stream_model_add,
-     "c[j] = a[j] + b[j]"},
-    {"stream", "triad", mb_stream_triad, 2, 1, 0, NULL, mb_stream_model_triad,
-     "a[j] = b[j] + s*c[j]"},
+    {.family = "stream", .op = "copy", .fn = mb_stream_copy, .reads = 1, .writes = 1,
+     .nontemporal = STREAM_NT, .cpu_feature = STREAM_FEATURE,
+     .model = mb_stream_model_copy, .description = "c[j] = a[j]" STREAM_STORES},
+    {.family = "stream", .op = "scale", .fn = mb_stream_scale, .reads = 1, .writes = 1,
+     .nontemporal = STREAM_NT, .cpu_feature = STREAM_FEATURE,
+     .model = mb_stream_model_scale, .description = "b[j] = s*c[j]" STREAM_STORES},
+    {.family = "stream", .op = "add", .fn = mb_stream_add, .reads = 2, .writes = 1,
+     .nontemporal = STREAM_NT, .cpu_feature = STREAM_FEATURE,
+     .model = mb_stream_model_add, .description = "c[j] = a[j] + b[j]" STREAM_STORES},
+    {.family = "stream", .op = "triad", .fn = mb_stream_triad, .reads = 2, .writes = 1,
+     .nontemporal = STREAM_NT, .cpu_feature = STREAM_FEATURE,
+     .model = mb_stream_model_triad, .description = "a[j] = b[j] + s*c[j]" STREAM_STORES},
+    {.family = "readonly", .op = "sum", .fn = mb_readonly_sum, .reads = 1, .writes = 0,
+     .cpu_feature = MB_VFEATURE,
+     .description = "sum += a[j]; vector bits " MB_STR(MB_VBITS) ", partial sums "
+                    MB_STR(MB_PSUMS) ", SW prefetch " MB_STR(MB_SWPF) ", pages per loop "
+                    MB_STR(MB_PPL)},
+    {.family = "xor", .op = "xor", .fn = mb_xor_xor, .reads = 1, .writes = 1, .rmw = 1,
+     .cpu_feature = MB_VFEATURE, .description = "*x ^= mask (64-bit words)"},
+    {.family = "daxpy", .op = "daxpy", .fn = mb_daxpy_daxpy, .reads = 2, .writes = 1,
+     .rmw = 1, .cpu_feature = MB_VFEATURE, .model = mb_daxpy_model_daxpy,
+     .description = "y[j] = y[j] + a*x[j]"},
 };
 const size_t mb_kernel_count = sizeof mb_kernel_table / sizeof mb_kernel_table[0];
 
@@ -77,15 +120,15 @@ int mb_cpu_supports(const char *feature)
 
 void mb_print_table(FILE *f, const char *selected_family)
 {
-    fprintf(f, "%-8s %-10s %5s %6s %3s %-10s %-10s %s\n", "family", "op",
-            "reads", "writes", "nt", "feature", "binary", "description");
+    fprintf(f, "%-8s %-10s %5s %6s %3s %3s %-10s %-10s %s\n", "family", "op",
+            "reads", "writes", "nt", "rmw", "feature", "binary", "description");
     for (size_t i = 0; i < mb_kernel_count; i++) {
         const mb_kernel_t *k = &mb_kernel_table[i];
         const char *state = k->fn == NULL ? "not-linked"
                             : (selected_family && strcmp(k->family, selected_family) == 0)
                                 ? "this" : "linked";
-        fprintf(f, "%-8s %-10s %5d %6d %3s %-10s %-10s %s\n", k->family, k->op,
-                k->reads, k->writes, k->nontemporal ? "yes" : "no",
+        fprintf(f, "%-8s %-10s %5d %6d %3s %3s %-10s %-10s %s\n", k->family, k->op,
+                k->reads, k->writes, k->nontemporal ? "yes" : "no", k->rmw ? "yes" : "no",
                 k->cpu_feature ? k->cpu_feature : "-", state, k->description);
     }
 }

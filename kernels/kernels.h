@@ -21,6 +21,80 @@
 
 #define MB_MAX_ARRAYS 8
 
+/*
+ * Variant macros.  A variant is one entry of kernels/variants.yaml; its
+ * cflags set these (-DMB_VBITS=512 ...), and every source file of the binary
+ * (kernel table, harness, family files) sees the same values, so the table
+ * row, the record and the kernel code agree by construction.
+ *
+ *   MB_VBITS      explicit vector width of the family's hand-vectorised
+ *                 kernels: 64 (scalar double), 128 (SSE2), 256 (AVX2),
+ *                 512 (AVX-512F); 0 = plain C loops, the compiler's choice.
+ *   MB_SWPF       1 = software prefetch (prefetcht0) MB_PF_DIST bytes ahead
+ *   MB_PF_DIST    default prefetch distance in bytes; --prefetch-distance
+ *                 overrides it at run time
+ *   MB_PSUMS      independent accumulators (readonly): registers of
+ *                 MB_VBITS bits each
+ *   MB_PPL        4 KiB pages per loop (readonly): 0 = one flat stream,
+ *                 P >= 1 = page-structured loop interleaving P streams, one
+ *                 per 4 KiB page
+ *   MB_NT         1 = non-temporal (streaming) stores + sfence (stream)
+ *
+ * The kernels that need AVX2 / AVX-512 are compiled with a target attribute
+ * (not -mavx512f for the whole binary), so a binary whose CPU lacks the
+ * feature still starts, sees the missing feature in its table row and
+ * writes a skipped record.
+ */
+#ifndef MB_VBITS
+#define MB_VBITS 0
+#endif
+#ifndef MB_SWPF
+#define MB_SWPF 0
+#endif
+#ifndef MB_PF_DIST
+#define MB_PF_DIST 2048
+#endif
+#ifndef MB_PSUMS
+#define MB_PSUMS 1
+#endif
+#ifndef MB_PPL
+#define MB_PPL 0
+#endif
+#ifndef MB_NT
+#define MB_NT 0
+#endif
+
+#if MB_VBITS != 0 && MB_VBITS != 64 && MB_VBITS != 128 && MB_VBITS != 256 && MB_VBITS != 512
+#error "MB_VBITS must be 0, 64, 128, 256 or 512"
+#endif
+#if MB_PSUMS < 1 || MB_PSUMS > 16
+#error "MB_PSUMS must be 1..16"
+#endif
+#if MB_PPL < 0 || MB_PPL > 16 || (MB_PPL > 0 && MB_PSUMS % MB_PPL != 0)
+#error "MB_PPL must be 0..16 and divide MB_PSUMS"
+#endif
+#if MB_NT && MB_VBITS < 128
+#error "MB_NT needs MB_VBITS 128, 256 or 512"
+#endif
+
+/* CPU feature the explicit vector width needs, and the target attribute
+ * of the kernels that use it (SSE2 is in the x86-64 baseline). */
+#if MB_VBITS == 512
+#define MB_VFEATURE "avx512f"
+#define MB_VTARGET __attribute__((target("avx512f")))
+#elif MB_VBITS == 256
+#define MB_VFEATURE "avx2"
+#define MB_VTARGET __attribute__((target("avx2")))
+#else
+#define MB_VFEATURE NULL
+#define MB_VTARGET
+#endif
+
+/* Kernel bodies whose code the disassembly test inspects are kept out of
+ * line under distinctive names: mb_kern_<family>_<op> (plus gcc's
+ * ._omp_fn.N for OpenMP bodies of mb_<family>_<op>). */
+#define MB_KERNEL_FN __attribute__((noinline, used))
+
 /* isfinite() that survives -ffast-math variants (checks the exponent bits) */
 static inline int mb_isfinite(double x)
 {
@@ -36,6 +110,7 @@ typedef struct mb_arrays {
     size_t n;               /* elements per array */
     int narrays;
     double scalar;          /* the family's scalar (STREAM: 3.0) */
+    size_t prefetch_distance; /* bytes ahead (MB_SWPF variants) */
 } mb_arrays_t;
 
 struct mb_kernel;
@@ -57,6 +132,9 @@ typedef struct mb_kernel {
     int reads;              /* arrays read per element (STREAM counting) */
     int writes;             /* arrays written per element */
     int nontemporal;        /* 1 = streaming stores: no write-allocate read */
+    int rmw;                /* 1 = every written array is also read (x ^= m,
+                             * y += a*x): the line is already in cache, so no
+                             * write-allocate read either */
     const char *cpu_feature;/* __builtin_cpu_supports name, or NULL */
     /* Analytic model of the op on one representative value per array
      * (x[i] = value of every element of array i), used by validation to
@@ -117,5 +195,46 @@ MB_WEAK void mb_stream_validate(const mb_arrays_t *A,
                                 const mb_kernel_t *const *seq, size_t nseq,
                                 mb_validation_t *out);
 MB_WEAK void mb_stream_corrupt(mb_arrays_t *A);
+
+/* ---- family "readonly" (readonly.c) ---- */
+MB_WEAK void mb_readonly_sum(mb_arrays_t *A);
+MB_WEAK void mb_readonly_init(mb_arrays_t *A, int parallel);
+MB_WEAK void mb_readonly_validate(const mb_arrays_t *A,
+                                  const mb_kernel_t *const *seq, size_t nseq,
+                                  mb_validation_t *out);
+MB_WEAK void mb_readonly_corrupt(mb_arrays_t *A);
+
+/* ---- family "xor" (xor.c) ---- */
+MB_WEAK void mb_xor_xor(mb_arrays_t *A);
+MB_WEAK void mb_xor_init(mb_arrays_t *A, int parallel);
+MB_WEAK void mb_xor_validate(const mb_arrays_t *A,
+                             const mb_kernel_t *const *seq, size_t nseq,
+                             mb_validation_t *out);
+MB_WEAK void mb_xor_corrupt(mb_arrays_t *A);
+
+/* ---- family "daxpy" (daxpy.c) ---- */
+MB_WEAK void mb_daxpy_daxpy(mb_arrays_t *A);
+MB_WEAK void mb_daxpy_model_daxpy(double *x, double s);
+MB_WEAK void mb_daxpy_init(mb_arrays_t *A, int parallel);
+MB_WEAK void mb_daxpy_validate(const mb_arrays_t *A,
+                               const mb_kernel_t *const *seq, size_t nseq,
+                               mb_validation_t *out);
+MB_WEAK void mb_daxpy_corrupt(mb_arrays_t *A);
+
+/* Contiguous share [*lo, *hi) of n elements for thread t of nt, with every
+ * boundary a multiple of `unit` elements; the last thread also takes the
+ * remainder.  Families use it for both first touch and the kernel, so each
+ * thread streams the pages it touched itself. */
+static inline void mb_thread_range(size_t n, size_t unit, int t, int nt,
+                                   size_t *lo, size_t *hi)
+{
+    size_t units = n / unit;
+    size_t per = units / (size_t)nt, extra = units % (size_t)nt;
+    size_t ut = (size_t)t;
+    size_t b = ut * per + (ut < extra ? ut : extra);
+    size_t e = b + per + (ut < extra ? 1 : 0);
+    *lo = b * unit;
+    *hi = (t == nt - 1) ? n : e * unit;
+}
 
 #endif

@@ -8,16 +8,142 @@
  * Validation replays the exact sequence of ops that ran on one scalar per
  * array (every element of an array holds the same value) and compares every
  * element against it with a relative tolerance.
+ *
+ * Variants with MB_NT=1 (variants.yaml: nt, nt-avx2, nt-avx512) store with
+ * non-temporal (streaming) stores at MB_VBITS bits through intrinsics
+ * (movntpd / vmovntpd), so the written lines are not read first (no
+ * write-allocate: the table rows say nontemporal), and every thread issues
+ * an sfence before the op returns, i.e. before the timer stops.  They split
+ * the arrays into contiguous runs of whole 4 KiB pages per thread
+ * (mb_thread_range) for the kernels and the first touch alike, so every
+ * vector store is aligned.  Without MB_NT the four ops are STREAM's plain
+ * loops and the compiler chooses the code.
  */
 #include <math.h>
 #include <stdio.h>
 
 #include "kernels.h"
 
+#if MB_NT
+#include <immintrin.h>
+#include <omp.h>
+#endif
+
 #define STREAM_A_INIT 1.0
 #define STREAM_B_INIT 2.0
 #define STREAM_C_INIT 0.0
 #define STREAM_TOLERANCE 1e-13 /* STREAM's epsilon for double */
+
+#if MB_NT
+#define ST_UNIT ((size_t)512) /* elements: one 4 KiB page */
+
+#if MB_VBITS == 512
+typedef __m512d st_vec;
+#define ST_LOAD _mm512_load_pd
+#define ST_STREAM _mm512_stream_pd
+#define ST_SET1 _mm512_set1_pd
+#define ST_ADD _mm512_add_pd
+#define ST_MUL _mm512_mul_pd
+#elif MB_VBITS == 256
+typedef __m256d st_vec;
+#define ST_LOAD _mm256_load_pd
+#define ST_STREAM _mm256_stream_pd
+#define ST_SET1 _mm256_set1_pd
+#define ST_ADD _mm256_add_pd
+#define ST_MUL _mm256_mul_pd
+#else
+typedef __m128d st_vec;
+#define ST_LOAD _mm_load_pd
+#define ST_STREAM _mm_stream_pd
+#define ST_SET1 _mm_set1_pd
+#define ST_ADD _mm_add_pd
+#define ST_MUL _mm_mul_pd
+#endif
+#define ST_LANES (MB_VBITS / 64)
+/* Four vectors per iteration: a whole 64-byte line even at 128 bits, so the
+ * write-combining buffers fill line by line. */
+#define ST_UNROLL 4
+#define ST_STEP (ST_LANES * ST_UNROLL)
+
+/* One kernel per op on [0, n) of 4 KiB-aligned arrays; the scalar tail (the
+ * last thread's partial vector) uses ordinary stores. */
+#define ST_KERNEL(op, dst_t, args, vexpr, sexpr)                                    \
+    MB_KERNEL_FN MB_VTARGET void mb_kern_stream_##op args                            \
+    {                                                                                \
+        size_t j = 0;                                                                \
+        const st_vec vs = ST_SET1(s);                                                \
+        (void)vs;                                                                    \
+        for (; j + ST_STEP <= n; j += ST_STEP) {                                     \
+            _Pragma("GCC unroll 4") for (int u = 0; u < ST_UNROLL; u++)              \
+            {                                                                        \
+                size_t k = j + (size_t)u * ST_LANES;                                 \
+                ST_STREAM(dst_t + k, vexpr);                                         \
+            }                                                                        \
+        }                                                                            \
+        for (; j < n; j++)                                                           \
+            dst_t[j] = sexpr;                                                        \
+        _mm_sfence();                                                                \
+    }
+
+ST_KERNEL(copy, c, (double *restrict c, const double *restrict a, double s, size_t n),
+          ST_LOAD(a + k), a[j])
+ST_KERNEL(scale, b, (double *restrict b, const double *restrict c, double s, size_t n),
+          ST_MUL(vs, ST_LOAD(c + k)), s * c[j])
+ST_KERNEL(add, c,
+          (double *restrict c, const double *restrict a, const double *restrict b,
+           double s, size_t n),
+          ST_ADD(ST_LOAD(a + k), ST_LOAD(b + k)), a[j] + b[j])
+ST_KERNEL(triad, a,
+          (double *restrict a, const double *restrict b, const double *restrict c,
+           double s, size_t n),
+          ST_ADD(ST_LOAD(b + k), ST_MUL(vs, ST_LOAD(c + k))), b[j] + s * c[j])
+
+#define ST_RANGE(A, lo, hi)                                                          \
+    size_t lo, hi;                                                                   \
+    mb_thread_range((A)->n, ST_UNIT, omp_get_thread_num(), omp_get_num_threads(), &lo, \
+                    &hi)
+
+void mb_stream_copy(mb_arrays_t *A)
+{
+    double *a = A->v[0], *c = A->v[2];
+#pragma omp parallel
+    {
+        ST_RANGE(A, lo, hi);
+        mb_kern_stream_copy(c + lo, a + lo, A->scalar, hi - lo);
+    }
+}
+
+void mb_stream_scale(mb_arrays_t *A)
+{
+    double *b = A->v[1], *c = A->v[2];
+#pragma omp parallel
+    {
+        ST_RANGE(A, lo, hi);
+        mb_kern_stream_scale(b + lo, c + lo, A->scalar, hi - lo);
+    }
+}
+
+void mb_stream_add(mb_arrays_t *A)
+{
+    double *a = A->v[0], *b = A->v[1], *c = A->v[2];
+#pragma omp parallel
+    {
+        ST_RANGE(A, lo, hi);
+        mb_kern_stream_add(c + lo, a + lo, b + lo, A->scalar, hi - lo);
+    }
+}
+
+void mb_stream_triad(mb_arrays_t *A)
+{
+    double *a = A->v[0], *b = A->v[1], *c = A->v[2];
+#pragma omp parallel
+    {
+        ST_RANGE(A, lo, hi);
+        mb_kern_stream_triad(a + lo, b + lo, c + lo, A->scalar, hi - lo);
+    }
+}
+
+#else /* !MB_NT: STREAM as published */
 
 void mb_stream_copy(mb_arrays_t *A)
 {
@@ -63,6 +189,8 @@ void mb_stream_triad(mb_arrays_t *A)
         a[j] = b[j] + s * c[j];
 }
 
+#endif /* MB_NT */
+
 /* x[0]=a, x[1]=b, x[2]=c */
 void mb_stream_model_copy(double *x, double s) { (void)s; x[2] = x[0]; }
 void mb_stream_model_scale(double *x, double s) { x[1] = s * x[2]; }
@@ -75,14 +203,29 @@ void mb_stream_init(mb_arrays_t *A, int parallel)
     double *restrict b = A->v[1];
     double *restrict c = A->v[2];
     const size_t n = A->n;
-    /* Same static split as the kernels, so each thread first-touches the
-     * pages it later streams (or the calling thread touches all of them). */
+    /* Same split as the kernels, so each thread first-touches the pages it
+     * later streams (or the calling thread touches all of them). */
+#if MB_NT
+#pragma omp parallel if (parallel)
+    {
+        size_t lo = 0, hi = n;
+        if (parallel)
+            mb_thread_range(n, ST_UNIT, omp_get_thread_num(), omp_get_num_threads(), &lo,
+                            &hi);
+        for (size_t j = lo; j < hi; j++) {
+            a[j] = STREAM_A_INIT;
+            b[j] = STREAM_B_INIT;
+            c[j] = STREAM_C_INIT;
+        }
+    }
+#else
 #pragma omp parallel for schedule(static) if (parallel)
     for (size_t j = 0; j < n; j++) {
         a[j] = STREAM_A_INIT;
         b[j] = STREAM_B_INIT;
         c[j] = STREAM_C_INIT;
     }
+#endif
 }
 
 void mb_stream_validate(const mb_arrays_t *A, const mb_kernel_t *const *seq,
