@@ -29,18 +29,17 @@ rule analyse_measurements:
         "../scripts/analyse_measurements.py"
 
 
-rule plot_figures:
+rule plot_figure:
     input:
         cells="results/summary/cells.csv",
         measurements=expand("results/{system}/measurements.csv", system=SYSTEMS),
     output:
-        scaling="results/figures/{experiment}-scaling.svg",
-        histogram="results/figures/{experiment}-histogram.svg",
+        "results/figures/{experiment}-{kind}.svg",
     log:
-        "logs/plot_figures/{experiment}.log",
+        "logs/plot_figure/{experiment}-{kind}.log",
     conda:
         "../../envs/python.yaml"
     resources:
         machine=1,
     script:
-        "../scripts/plot_figures.py"
+        "../scripts/plot_figure.py"

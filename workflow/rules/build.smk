@@ -10,6 +10,9 @@ rule build_kernel:
         "../../envs/build.yaml"
     resources:
         machine=1,
+        slurm_partition=slurm_setting("partition"),
+        constraint=slurm_setting("constraint"),
+        slurm_account=slurm_setting("account"),
     params:
         cflags=lambda wildcards: variants.compile_flags(
             VARIANTS, wildcards.kernel, wildcards.variant

@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from membench import __version__, matrix, variants  # noqa: E402
+from membench import __version__, figures, matrix, variants  # noqa: E402
 
 KERNEL_DIR = REPO / "kernels"
 VARIANTS = variants.load_variants(KERNEL_DIR / "variants.yaml")
@@ -29,6 +29,7 @@ wildcard_constraints:
     cell=r"[a-z][a-z0-9_]*/[^/]+/[^/]+",
     repeat=r"[0-9]+",
     experiment=r"[a-z][a-z0-9_]*",
+    kind=r"[a-z]+",
 
 
 def run_files(wildcards):
@@ -69,8 +70,29 @@ def measure_request(wildcards):
         "size": cell.size,
         "ntimes": cell.ntimes,
         "prefetch_distance": cell.prefetch_distance,
+        "features": variants.features(VARIANTS, cell.kernel, cell.variant),
         "repeat": int(wildcards.repeat),
     }
+
+
+def report_figures():
+    """Every figure of the report: its kinds depend on the experiment's kernel."""
+    return [
+        f"results/figures/{name}-{kind}.svg"
+        for name, experiment in CONFIG["experiments"].items()
+        for kind in figures.kinds_for(experiment["kernel"])
+    ]
+
+
+def slurm_setting(key):
+    """The SLURM setting `key` (partition, constraint, account) of the job's
+    system from the config's `systems:` map, or None (the cluster's default).
+    Only the SLURM executor reads these resources (profiles/slurm)."""
+
+    def setting(wildcards):
+        return CONFIG.get("systems", {}).get(wildcards.system, {}).get(key) or None
+
+    return setting
 
 
 def measure_priority(wildcards):

@@ -16,6 +16,9 @@ rule measure:
         "../../envs/python.yaml"
     resources:
         machine=100,
+        slurm_partition=slurm_setting("partition"),
+        constraint=slurm_setting("constraint"),
+        slurm_account=slurm_setting("account"),
     params:
         request=measure_request,
         experiment=lambda wildcards: CELLS_BY_ID[wildcards.cell].experiment,

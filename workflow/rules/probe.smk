@@ -8,6 +8,9 @@ rule probe_system:
         "../../envs/python.yaml"
     resources:
         machine=1,
+        slurm_partition=slurm_setting("partition"),
+        constraint=slurm_setting("constraint"),
+        slurm_account=slurm_setting("account"),
     params:
         root="/",
     script:

@@ -2,11 +2,7 @@ rule render_report:
     input:
         cells="results/summary/cells.csv",
         problems="results/summary/problems.csv",
-        figures=expand(
-            "results/figures/{experiment}-{kind}.svg",
-            experiment=EXPERIMENTS,
-            kind=["scaling", "histogram"],
-        ),
+        figures=report_figures(),
         topology=expand("results/{system}/topology.json", system=SYSTEMS),
         environment=expand("results/{system}/environment.json", system=SYSTEMS),
         template=REPO / "reports" / "report.html.j2",

@@ -30,8 +30,16 @@ def load_records(paths: list[str]) -> list[dict]:
     return records
 
 
+def _row(record: dict) -> dict:
+    """A record as a table row: the variant's feature columns become
+    feature_<name> columns, other lists and objects JSON text."""
+    row = {k: _flat(v) for k, v in record.items() if k != "features"}
+    row.update({f"feature_{k}": v for k, v in (record.get("features") or {}).items()})
+    return row
+
+
 def records_table(records: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame([{k: _flat(v) for k, v in r.items()} for r in records])
+    return pd.DataFrame([_row(r) for r in records])
 
 
 def collect_runs(inputs: list[str], output: str) -> pd.DataFrame:

@@ -23,25 +23,9 @@ import seaborn as sns  # noqa: E402
 
 from membench.collect import read_measurements  # noqa: E402
 from membench.records import write_text_atomic  # noqa: E402
+from membench.stats import add_series  # noqa: E402
 
-SERIES_AXES = ["system", "variant", "affinity", "policy_requested", "pages", "init", "size_requested"]
 GBPS_LABEL = "bandwidth (GB/s = 1e9 B/s)"
-
-
-def add_series(table: pd.DataFrame) -> pd.DataFrame:
-    """Label each row by the axes that vary within the table."""
-    varying = [a for a in SERIES_AXES if a in table and table[a].nunique(dropna=False) > 1]
-    table = table.copy()
-    if not varying:
-        table["series"] = table["affinity"].astype(str) if "affinity" in table else "all"
-        return table
-    if varying == ["affinity"]:
-        table["series"] = table["affinity"].astype(str)
-        return table
-    table["series"] = table[varying].astype(str).apply(
-        lambda row: ", ".join(f"{a.removesuffix('_requested')}={v}" for a, v in row.items()), axis=1
-    )
-    return table
 
 
 def to_svg(fig, name: str) -> str:
@@ -114,11 +98,46 @@ def histogram_svg(measurements: pd.DataFrame, name: str) -> str:
     return to_svg(grid.figure, name)
 
 
-def plot_experiment(experiment: str, cells_csv: str, measurements: list[str], scaling_out: str, histogram_out: str) -> None:
-    cells = pd.read_csv(cells_csv)
-    cells = cells[cells["experiment"] == experiment]
-    table = read_measurements(measurements)
-    table = table[table["experiment"] == experiment]
+def ladder_svg(measurements: pd.DataFrame, name: str) -> str:
+    """McCalpin's ladder: GB/s of every version, each repetition a dot and
+    the mean a bar, one colour per system (or series)."""
+    ok = add_series(measurements[measurements["status"] == "ok"])
+    if ok.empty:
+        return _empty("no successful measurements in this experiment", name)
+    order = list(dict.fromkeys(ok["variant"]))
+    fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(order) + 2), 3.8))
+    sns.stripplot(ok, x="variant", y="gbps", hue="series", order=order, dodge=True, alpha=0.6, size=4, ax=ax)
+    sns.pointplot(
+        ok, x="variant", y="gbps", hue="series", order=order, dodge=0.4, errorbar=None,
+        markers="_", markersize=14, linestyles="none", legend=False, ax=ax,
+    )  # fmt: skip
+    ax.set_xlabel("version")
+    ax.set_ylabel(GBPS_LABEL)
+    ax.set_ylim(bottom=0)
+    ax.tick_params(axis="x", rotation=60)
+    ax.legend(title="dots: repetitions, bars: mean", fontsize="small")
+    fig.tight_layout()
+    return to_svg(fig, name)
+
+
+# Figure kinds per kernel family: the ladder replaces the thread scaling for
+# the single-thread read-only versions.
+KINDS = {"readonly": ("ladder", "histogram")}
+DEFAULT_KINDS = ("scaling", "histogram")
+
+
+def kinds_for(kernel: str) -> tuple[str, ...]:
+    return KINDS.get(kernel, DEFAULT_KINDS)
+
+
+def plot_figure(kind: str, experiment: str, cells_csv: str, measurements: list[str], output: str) -> None:
     sns.set_theme(style="whitegrid", context="paper")
-    write_text_atomic(Path(scaling_out), scaling_svg(cells, f"{experiment}-scaling"))
-    write_text_atomic(Path(histogram_out), histogram_svg(table, f"{experiment}-histogram"))
+    name = f"{experiment}-{kind}"
+    if kind == "scaling":
+        cells = pd.read_csv(cells_csv)
+        svg = scaling_svg(cells[cells["experiment"] == experiment], name)
+    else:
+        table = read_measurements(measurements)
+        table = table[table["experiment"] == experiment]
+        svg = {"histogram": histogram_svg, "ladder": ladder_svg}[kind](table, name)
+    write_text_atomic(Path(output), svg)

@@ -13,7 +13,7 @@ import os
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from membench import SCHEMA_VERSION, __version__
@@ -45,6 +45,7 @@ class Request:
     repeat: int
     pages_requested: str = "4k"
     prefetch_distance: int | str = "variant"
+    features: dict = field(default_factory=dict)
 
 
 def auto_size(topology: dict) -> int:
@@ -195,6 +196,8 @@ def measure_cell(
             policy_requested=request.policy,
             pages_requested=request.pages_requested,
             prefetch_distance_requested=request.prefetch_distance,
+            # The variant's declared feature columns (kernels/variants.yaml).
+            features=request.features,
             membench_version=__version__,
             # Scheduler context: which job and node measured (None locally).
             slurm_job_id=os.environ.get("SLURM_JOB_ID"),

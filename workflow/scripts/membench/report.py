@@ -19,6 +19,7 @@ import yaml
 from markupsafe import Markup
 
 from membench.records import write_text_atomic
+from membench.tables import tables_for
 
 
 def number(value, digits: int = 2) -> str:
@@ -93,6 +94,7 @@ def build_context(
                 "kernel": spec["kernel"],
                 "axes": {k: v for k, v in spec.items() if k not in ("kernel", "exclude")},
                 "figures": {kind: Markup(svg) for kind, svg in figures.get(name, {}).items()},
+                "tables": tables_for(spec["kernel"], part),
                 "cells": _records(part),
             }
         )

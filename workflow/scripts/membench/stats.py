@@ -22,6 +22,24 @@ CELL_KEYS = [
     "size_requested",
 ]
 OBTAINED_KEYS = ["threads", "size_bytes", "policy"]
+# Axes that tell series apart in figures and table rows (threads and op have
+# their own place).
+SERIES_AXES = ["system", "variant", "affinity", "policy_requested", "pages", "init", "size_requested"]
+
+
+def add_series(table: pd.DataFrame, axes: list[str] = SERIES_AXES) -> pd.DataFrame:
+    """Label each row by those of `axes` that vary within the table."""
+    varying = [a for a in axes if a in table and table[a].nunique(dropna=False) > 1]
+    table = table.copy()
+    if not varying:
+        table["series"] = table["affinity"].astype(str) if "affinity" in table else "all"
+    elif varying == ["affinity"]:
+        table["series"] = table["affinity"].astype(str)
+    else:
+        table["series"] = table[varying].astype(str).apply(
+            lambda row: ", ".join(f"{a.removesuffix('_requested')}={v}" for a, v in row.items()), axis=1
+        )
+    return table
 
 
 def _pattern_counts(values: pd.Series) -> str:
@@ -38,7 +56,7 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
     for key, group in table.groupby(CELL_KEYS, dropna=False, sort=False):
         ok = group[group["status"] == "ok"]
         row = dict(zip(CELL_KEYS, key))
-        for obtained in OBTAINED_KEYS:
+        for obtained in OBTAINED_KEYS + [c for c in group if c.startswith("feature_")]:
             row[obtained] = group[obtained].iloc[0]
         row.update(
             n_ok=len(ok),
@@ -70,9 +88,3 @@ def problem_cells(table: pd.DataFrame) -> pd.DataFrame:
     if bad.empty:
         return pd.DataFrame(columns=[*keys, "records"])
     return bad.groupby(keys, dropna=False).size().reset_index(name="records")
-
-
-def page_nodes_label(text: str) -> str:
-    """'{"0": 1.0}' -> "node 0: 100%"."""
-    nodes = json.loads(text)
-    return ", ".join(f"node {n}: {f:.0%}" for n, f in sorted(nodes.items()))
