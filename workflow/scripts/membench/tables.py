@@ -1,0 +1,87 @@
+"""The papers' tables, from the per-cell summary (pure functions).
+
+Each returns {"title", "note", "columns", "rows"} for the report template.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from membench.stats import add_series
+
+FEATURE_LABELS = {
+    "opt_level": "opt",
+    "partial_sums": "partial sums",
+    "vector_bits": "vector bits",
+    "sw_prefetch": "SW prefetch",
+    "large_pages": "large pages",
+    "pages_per_loop": "4 KiB pages per loop",
+    "nt_stores": "NT stores",
+}
+
+
+def _feature_text(value) -> str:
+    """McCalpin's convention: Y for a feature a version has, blank otherwise."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, (bool,)) or str(value) in ("True", "False"):
+        return "Y" if str(value) == "True" else ""
+    return str(value)
+
+
+def feature_table(cells: pd.DataFrame) -> dict:
+    """One row per version: its feature columns, then GB/s per system as
+    mean (min – max over repetitions)."""
+    ok = cells[cells["n_ok"] > 0]
+    features = [c for c in cells if c.startswith("feature_")]
+    systems = list(dict.fromkeys(ok["system"]))
+    rows = []
+    for variant, part in ok.groupby("variant", sort=False):
+        first = part.iloc[0]
+        row = [variant, *(_feature_text(first[f]) for f in features)]
+        for system in systems:
+            mine = part[part["system"] == system]
+            row.append(
+                f"{mine['gbps_mean'].mean():.2f} ({mine['gbps_min'].min():.2f} – {mine['gbps_max'].max():.2f})"
+                if not mine.empty
+                else "–"
+            )
+        rows.append(row)
+    labels = [FEATURE_LABELS.get(f.removeprefix("feature_"), f.removeprefix("feature_")) for f in features]
+    return {
+        "title": "Versions and their features (McCalpin's table)",
+        "note": "GB/s = 1e9 B/s read, mean (min – max) over repetitions; Y = the version has the feature.",
+        "columns": ["version", *labels, *(f"{s} GB/s" for s in systems)],
+        "rows": rows,
+    }
+
+
+def range_table(cells: pd.DataFrame) -> dict:
+    """GB/s per thread count (rows) and system (columns) as min – max over
+    repetitions (the Sun paper's table: placement changes results)."""
+    ok = add_series(cells[cells["n_ok"] > 0], [a for a in ["variant", "affinity", "policy_requested", "pages"]])
+    systems = list(dict.fromkeys(ok["system"]))
+    several = ok["series"].nunique() > 1
+    rows = []
+    for (threads, series), part in ok.groupby(["threads", "series"], sort=True):
+        row = [str(threads), *([series] if several else [])]
+        for system in systems:
+            mine = part[part["system"] == system]
+            row.append(f"{mine['gbps_min'].min():.2f} – {mine['gbps_max'].max():.2f}" if not mine.empty else "–")
+        rows.append(row)
+    return {
+        "title": "GB/s by threads and system, min – max (the Sun paper's table)",
+        "note": "Ranges over repetitions, each a separate process with its own placement.",
+        "columns": ["threads", *(["series"] if several else []), *systems],
+        "rows": rows,
+    }
+
+
+# Which paper table each kernel family's experiments show.
+TABLES = {"readonly": (feature_table,), "xor": (range_table,)}
+
+
+def tables_for(kernel: str, cells: pd.DataFrame) -> list[dict]:
+    return [make(cells) for make in TABLES.get(kernel, ())] if not cells.empty else []

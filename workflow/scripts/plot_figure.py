@@ -1,0 +1,13 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+from membench.figures import plot_figure  # noqa: E402
+
+plot_figure(
+    kind=snakemake.wildcards.kind,
+    experiment=snakemake.wildcards.experiment,
+    cells_csv=snakemake.input.cells,
+    measurements=list(snakemake.input.measurements),
+    output=snakemake.output[0],
+)
