@@ -3,7 +3,6 @@ the repetitions (separate processes) and the list of cells that did not run."""
 
 from __future__ import annotations
 
-import json
 import pandas as pd
 
 # A cell as requested, plus what the host resolved it to.
@@ -48,14 +47,28 @@ def _pattern_counts(values: pd.Series) -> str:
     return "; ".join(f"{pattern} x{n}" for pattern, n in counts.items())
 
 
+def distribution(values: pd.Series, prefix: str) -> dict:
+    """n-independent summary of one metric over repetitions."""
+    values = values.astype(float)
+    return {
+        f"{prefix}_mean": values.mean(),
+        f"{prefix}_std": values.std(ddof=1) if len(values) > 1 else float("nan"),
+        f"{prefix}_min": values.min(),
+        f"{prefix}_max": values.max(),
+        f"{prefix}_median": values.median(),
+    }
+
+
 def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per (cell, op), in the order the records come (config order,
-    then the kernel's op order): repetitions by status, and the bandwidth
-    distribution (GB/s = 1e9 B/s) of the ok ones."""
+    """One row per (cell, op[, working set]), in the order the records come
+    (config order, then the kernel's op order): repetitions by status, and
+    the distributions of the ok ones: bandwidth (GB/s = 1e9 B/s) and, for
+    latency kernels, ns per load."""
+    keys = CELL_KEYS + (["working_set_bytes"] if "working_set_bytes" in table else [])
     rows = []
-    for key, group in table.groupby(CELL_KEYS, dropna=False, sort=False):
+    for key, group in table.groupby(keys, dropna=False, sort=False):
         ok = group[group["status"] == "ok"]
-        row = dict(zip(CELL_KEYS, key))
+        row = dict(zip(keys, key))
         for obtained in OBTAINED_KEYS + [c for c in group if c.startswith("feature_")]:
             row[obtained] = group[obtained].iloc[0]
         row.update(
@@ -63,20 +76,18 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
             n_skipped=int((group["status"] == "skipped").sum()),
             n_failed=int((group["status"] == "failed").sum()),
         )
-        if len(ok) and "gbps" in ok:
-            gbps = ok["gbps"].astype(float)
-            row.update(
-                gbps_mean=gbps.mean(),
-                gbps_std=gbps.std(ddof=1) if len(ok) > 1 else float("nan"),
-                gbps_min=gbps.min(),
-                gbps_max=gbps.max(),
-                gbps_median=gbps.median(),
-                gbps_wa_mean=ok["gbps_wa"].astype(float).mean() if "gbps_wa" in ok else float("nan"),
-                hugepage_fraction_mean=ok["hugepage_fraction"].astype(float).mean(),
-                cpus_obtained=_pattern_counts(ok["cpus"]),
-                page_nodes_obtained=_pattern_counts(ok["page_nodes"]),
-                migrated_runs=int(ok["migrated"].fillna(False).astype(bool).sum()) if "migrated" in ok else 0,
-            )
+        if ok.empty:
+            rows.append(row)
+            continue
+        for metric, prefix in (("gbps", "gbps"), ("gbps_wa", "gbps_wa"), ("ns_per_load", "ns")):
+            if metric in ok and ok[metric].notna().any():
+                row.update(distribution(ok[metric].dropna(), prefix))
+        row.update(
+            hugepage_fraction_mean=ok["hugepage_fraction"].astype(float).mean(),
+            cpus_obtained=_pattern_counts(ok["cpus"]),
+            page_nodes_obtained=_pattern_counts(ok["page_nodes"]),
+            migrated_runs=int(ok["migrated"].fillna(False).astype(bool).sum()) if "migrated" in ok else 0,
+        )
         rows.append(row)
     return pd.DataFrame(rows)
 

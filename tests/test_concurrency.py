@@ -1,0 +1,77 @@
+"""Effective concurrency from the right (bandwidth, latency) pair."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from membench import concurrency
+
+
+def cell(**values):
+    base = dict(
+        system="a", experiment="e", cell="c", kernel="stream", variant="default", op="triad", threads=2,
+        policy_requested="default", pages="4k", n_ok=3, gbps_mean=20.0, ns_mean=math.nan, working_set_bytes=math.nan,
+    )  # fmt: skip
+    return {**base, **values}
+
+
+def chase(ns, ws, **values):
+    fields = dict(kernel="chase", op="random", cell=f"lat-{ns}", gbps_mean=math.nan, ns_mean=ns, working_set_bytes=ws)
+    return cell(**{**fields, **values})
+
+
+CELLS = pd.DataFrame(
+    [
+        cell(),
+        cell(cell="remote", policy_requested="remote"),
+        cell(cell="thp", pages="thp", threads=1, gbps_mean=10.0),
+        cell(cell="other-system", system="b"),
+        chase(5.0, 2**15),  # L1-sized: not the idle latency
+        chase(100.0, 2**30),  # the largest working set, 4k, local
+        chase(80.0, 2**30, pages="thp"),
+        chase(150.0, 2**30, policy_requested="remote"),
+        chase(999.0, 2**30, kernel="chase", op="stride"),  # prefetchable contrast, never used
+    ]
+)
+
+
+@pytest.fixture(scope="module")
+def table():
+    return concurrency.effective_concurrency(CELLS, {"a": 64, "b": 64}).set_index("cell")
+
+
+def test_little_law_with_the_local_idle_latency(table):
+    row = table.loc["c"]
+    assert row["latency_ns"] == 100.0
+    assert row["bytes_in_flight"] == pytest.approx(2000.0)  # 20 GB/s x 100 ns
+    assert row["lines_in_flight"] == pytest.approx(2000.0 / 64)
+    assert row["lines_per_thread"] == pytest.approx(2000.0 / 64 / 2)
+    assert "4k" in row["latency_source"] and "local" in row["latency_source"] and "lat-100.0" in row["latency_source"]
+
+
+def test_remote_bandwidth_uses_remote_latency(table):
+    assert table.loc["remote", "latency_ns"] == 150.0
+
+
+def test_page_size_is_matched(table):
+    row = table.loc["thp"]
+    assert row["latency_ns"] == 80.0 and row["lines_in_flight"] == pytest.approx(10.0 * 80.0 / 64)
+
+
+def test_missing_latency_is_said_not_invented(table):
+    row = table.loc["other-system"]
+    assert math.isnan(row["lines_in_flight"]) and math.isnan(row["latency_ns"])
+    assert "no idle latency measured on b" in row["latency_source"]
+
+
+def test_latency_cells_are_not_bandwidth_rows(table):
+    assert not any(name.startswith("lat-") for name in table.index)
+
+
+@pytest.mark.parametrize(
+    ("policy", "placement"),
+    [("default", "local"), ("local", "local"), ("interleave:all", "interleave"), ("interleave:0,1", "interleave"), ("remote", "remote"), ("bind:1", "bind:1")],
+)
+def test_placement_class(policy, placement):
+    assert concurrency.placement_class(policy) == placement

@@ -1,0 +1,102 @@
+"""Effective concurrency (Little's law): how many bytes, and cache lines,
+a bandwidth cell kept in flight = bandwidth x latency.
+
+Pure functions over the per-cell summary. The latency is the idle latency
+of the same system under the matching memory placement (the random chase at
+its largest working set); a bandwidth cell without a matching latency says
+so instead of showing a number.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+LATENCY_KERNEL, LATENCY_OP = "chase", "random"
+
+
+def placement_class(policy: str) -> str:
+    """The placement a latency must share with a bandwidth cell: first touch
+    and local are "local"; remote and interleave are themselves; an explicit
+    bind/preferred matches only the same request."""
+    if policy in ("default", "local"):
+        return "local"
+    if policy.startswith("interleave"):
+        return "interleave"
+    return policy
+
+
+def idle_latencies(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per (system, placement, pages): the random chase at the largest
+    working set measured, with where it came from."""
+    chase = cells[(cells["kernel"] == LATENCY_KERNEL) & (cells["op"] == LATENCY_OP) & (cells["n_ok"] > 0)]
+    if chase.empty:
+        return pd.DataFrame(columns=["system", "placement", "pages", "ns", "working_set_bytes", "source"])
+    chase = chase.assign(placement=chase["policy_requested"].map(placement_class))
+    largest = chase.loc[chase.groupby(["system", "placement", "pages"])["working_set_bytes"].idxmax()]
+    return pd.DataFrame(
+        {
+            "system": largest["system"],
+            "placement": largest["placement"],
+            "pages": largest["pages"],
+            "ns": largest["ns_mean"],
+            "working_set_bytes": largest["working_set_bytes"],
+            "source": largest["cell"],
+        }
+    ).reset_index(drop=True)
+
+
+def _match(latencies: pd.DataFrame, system: str, placement: str, pages: str) -> pd.Series | None:
+    """Same system and placement; the same page size when measured, else
+    the smallest pages (4k) measured — and the source says which."""
+    same = latencies[(latencies["system"] == system) & (latencies["placement"] == placement)]
+    if same.empty:
+        return None
+    exact = same[same["pages"] == pages]
+    return (exact if not exact.empty else same.sort_values("pages")).iloc[0]
+
+
+def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd.DataFrame:
+    """One row per bandwidth cell (and op): GB/s x ns = bytes in flight,
+    / line size = cache lines, / threads = lines per thread."""
+    latencies = idle_latencies(cells)
+    bandwidth = cells[(cells["kernel"] != LATENCY_KERNEL) & (cells["n_ok"] > 0)]
+    rows = []
+    for row in bandwidth.itertuples():
+        placement = placement_class(row.policy_requested)
+        latency = _match(latencies, row.system, placement, row.pages)
+        out = {
+            "system": row.system,
+            "experiment": row.experiment,
+            "cell": row.cell,
+            "variant": row.variant,
+            "op": row.op,
+            "threads": row.threads,
+            "placement": placement,
+            "pages": row.pages,
+            "gbps": row.gbps_mean,
+        }
+        if latency is None:
+            out.update(
+                latency_ns=math.nan,
+                bytes_in_flight=math.nan,
+                lines_in_flight=math.nan,
+                lines_per_thread=math.nan,
+                latency_source=f"no idle latency measured on {row.system} with {placement} placement",
+            )
+        else:
+            in_flight = row.gbps_mean * latency["ns"]  # 1e9 B/s x 1e-9 s = bytes
+            lines = in_flight / line_bytes[row.system]
+            out.update(
+                latency_ns=latency["ns"],
+                bytes_in_flight=in_flight,
+                lines_in_flight=lines,
+                lines_per_thread=lines / row.threads,
+                latency_source=(
+                    f"idle chase, {latency['pages']} pages, {placement}, "
+                    f"{latency['working_set_bytes'] / 2**20:.0f} MiB ({latency['source']})"
+                ),
+            )
+        rows.append(out)
+    return pd.DataFrame(rows)
