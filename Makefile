@@ -15,9 +15,15 @@ system-deps:
 	@command -v gcc >/dev/null && echo 'int main(void){return 0;}' | gcc -fopenmp -x c - -o /dev/null 2>/dev/null \
 	  || { apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev libgomp1; }
 
-# The report is checked in a real headless Chromium (Debian's package).
+# The report is checked in a real headless Chromium (Debian's package); the
+# NUMA guest test (tests/test_numa_guest.py) boots QEMU with a busybox-static
+# initramfs. Only what is missing is installed.
 test-deps:
-	@command -v chromium >/dev/null || { apt-get update && apt-get install -y --no-install-recommends chromium; }
+	@missing=; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v qemu-system-x86_64 >/dev/null || missing="$$missing qemu-system-x86"; \
+	dpkg-query -W -f='$${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing="$$missing busybox-static"; \
+	[ -z "$$missing" ] || { apt-get update && apt-get install -y --no-install-recommends $$missing; }
 
 $(STAMP): requirements.txt requirements-dev.txt requirements.lock
 	$(PYTHON) -m venv $(VENV)

@@ -1,0 +1,263 @@
+"""Placement proven on a real multi-node kernel: a Linux guest under QEMU
+(TCG) with 2 and with 4 NUMA nodes and a distance matrix (tools/numa_guest).
+
+Per layout the guest boots twice:
+  1. probe: it prints its own sysfs/procfs files; membench.topology reads
+     them on the host (read_topology on that tree) and the test checks the
+     topology is the one QEMU was asked for (nodes, CPUs per node, memory,
+     distances);
+  2. cases: every case is a membench.measure.Request resolved against that
+     guest topology by membench.measure.resolve (so `policy remote` becomes
+     bind:<farthest node> through remote_node, as in the pipeline) and
+     turned into harness arguments by membench.measure.harness_argv; the
+     statically linked harness runs them inside the guest and its JSON
+     records come back on a second serial port between marker lines.
+
+The assertions are on the records: the CPU each thread ran on and its node,
+and the node histogram of the sampled pages (move_pages), against what was
+asked. Success needs the guest's DONE marker, not only QEMU's exit status.
+
+Needs qemu-system-x86, busybox-static, gcc and apt (the kernel comes from
+`apt-get download linux-image-amd64`, cached under ~/.cache/membench or
+$MEMBENCH_CACHE); `make test-deps` installs the packages. Without them the
+test is skipped, with the reason.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tools"))
+
+from membench import measure, topology  # noqa: E402
+from numa_guest import guest  # noqa: E402
+
+SIZE = 1 << 20  # bytes per array: 256 pages of 4 KiB, 768 sampled in all
+NTIMES = 2
+MIB = 2**20
+
+
+# ---------------------------------------------------------------- cases
+# name -> (threads, CPU list, policy, init). CPU lists are explicit so each
+# thread's node is known from the layout; thread 0 comes first.
+
+CASES = {
+    "2node": {
+        "bind": (2, [0, 2], "bind:1", "parallel"),
+        "interleave": (2, [0, 1], "interleave:all", "parallel"),
+        "preferred": (1, [2], "preferred:1", "parallel"),
+        "remote": (2, [1, 3], "remote", "parallel"),
+        "local": (1, [3], "local", "parallel"),
+        "serial": (2, [1, 0], "default", "serial"),
+        "parallel": (2, [1, 0], "default", "parallel"),
+    },
+    "4node": {
+        "bind": (1, [0], "bind:3", "parallel"),
+        "bind_two": (2, [0, 3], "bind:1,2", "parallel"),
+        "interleave": (4, [0, 1, 2, 3], "interleave:all", "parallel"),
+        "interleave_list": (2, [0, 2], "interleave:1,3", "parallel"),
+        "preferred": (1, [0], "preferred:2", "parallel"),
+        "remote": (1, [0], "remote", "parallel"),
+        "remote_from_1": (1, [1], "remote", "parallel"),
+        "remote_from_0_1": (2, [0, 1], "remote", "parallel"),
+        "remote_from_1_2": (2, [1, 2], "remote", "parallel"),
+        "local": (1, [2], "local", "parallel"),
+        "serial": (2, [3, 0], "default", "serial"),
+        "parallel": (2, [3, 0], "default", "parallel"),
+    },
+}
+
+
+def make_request(layout: guest.Layout, threads: int, cpus: list[int], policy: str, init: str) -> measure.Request:
+    return measure.Request(
+        system=f"guest-{layout.name}",
+        kernel="stream",
+        variant="default",
+        ops=("triad",),
+        threads=threads,
+        affinity="cpus:" + ",".join(map(str, cpus)),
+        policy=policy,
+        pages="4k",
+        init=init,
+        size=SIZE,
+        ntimes=NTIMES,
+        repeat=0,
+    )
+
+
+# ------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def guest_parts(tmp_path_factory):
+    """Kernel (cached), harness (built from this checkout), base initramfs."""
+    try:
+        tools = guest.require_tools()
+        started = time.monotonic()
+        kernel = guest.fetch_kernel()
+        fetched = time.monotonic() - started
+    except guest.Unavailable as exc:
+        print(f"numa guest skipped: {exc}")
+        pytest.skip(f"numa guest unavailable: {exc}")
+    work = tmp_path_factory.mktemp("numa_guest")
+    harness = guest.build_harness(work / "harness")
+    base = guest.base_initramfs(harness, tools["busybox"])
+    print(f"\nguest kernel {kernel} (fetch/cache {fetched:.1f}s), initramfs {base}")
+    return kernel, base, work
+
+
+@pytest.fixture(scope="module", params=["2node", "4node"])
+def booted(request, guest_parts):
+    """(layout, guest topology, {case: (Request, resolved, records, run)})."""
+    kernel, base, work = guest_parts
+    layout = guest.LAYOUTS[request.param]
+    probe = guest.boot(layout, [], kernel=kernel, base_initrd=base, workdir=work / layout.name, dump_sysfs=True)
+    assert probe.done and probe.returncode == 0, probe.explain()
+    root = probe.write_root(work / layout.name / "root")
+    topo = topology.read_topology(root)
+    env = topology.read_environment(root)
+
+    allowed = [c["cpu"] for c in topo["cpus"]]
+    plan, argvs = {}, []
+    for name, (threads, cpus, policy, init) in CASES[layout.name].items():
+        req = make_request(layout, threads, cpus, policy, init)
+        resolved, reason = measure.resolve(req, topo, allowed)
+        assert reason is None, (name, reason)
+        plan[name] = (req, resolved)
+        argvs.append(measure.harness_argv("/bin/harness", req, resolved)[1:])
+    run = guest.boot(layout, argvs, kernel=kernel, base_initrd=base, workdir=work / layout.name)
+    assert run.done and run.returncode == 0, run.explain()
+    print(
+        f"\nguest {layout.name}: probe boot {probe.seconds:.1f}s (up {probe.up_seconds:.1f}s), "
+        f"cases boot {run.seconds:.1f}s (up {run.up_seconds:.1f}s, {len(argvs)} cases)"
+    )
+    results = {}
+    for index, name in enumerate(plan, start=1):
+        req, resolved = plan[name]
+        assert run.exit_codes.get(index) == 0, (name, run.cases.get(index), run.stderr.get(index))
+        results[name] = (req, resolved, run.records[index])
+        print(f"  {name}: {run.records[index][0]['policy']} cpus={run.records[index][0]['cpus']} "
+              f"cpu_nodes={run.records[index][0]['cpu_nodes']} page_nodes={run.records[index][0]['page_nodes']}")
+    return layout, topo, env, results
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def only_record(results, name) -> dict:
+    req, resolved, records = results[name]
+    assert len(records) == 1, records
+    return records[0]
+
+
+def pages(record) -> dict[int, float]:
+    return {int(node): frac for node, frac in record["page_nodes"].items()}
+
+
+def assert_ran_as_asked(layout, results, name):
+    """The record is ok and valid, and each thread ran on its CPU and node."""
+    req, resolved, _ = results[name]
+    r = only_record(results, name)
+    cpus = topology.parse_cpulist(req.affinity.removeprefix("cpus:"))
+    assert r["status"] == "ok" and r["valid"] is True, r
+    assert r["threads"] == req.threads and r["init"] == req.init
+    assert r["policy"] == resolved["policy"]
+    assert r["cpus"] == r["cpus_start"] == cpus, r
+    assert r["cpu_nodes"] == [layout.node_of(c) for c in cpus], r
+    assert r["migrated"] is False
+    assert r["pages_sampled"] >= 3 * SIZE // 4096
+    assert sum(r["page_nodes"].values()) == pytest.approx(1.0)
+    return r
+
+
+# ------------------------------------------------------------------ tests
+
+
+def test_guest_topology_is_what_qemu_was_asked(booted):
+    layout, topo, env, _ = booted
+    assert [n["node"] for n in topo["nodes"]] == list(range(layout.nnodes))
+    assert [n["cpus"] for n in topo["nodes"]] == [sorted(c) for c in layout.node_cpus]
+    assert [n["distances"] for n in topo["nodes"]] == [list(row) for row in layout.distances]
+    for node, mib in zip(topo["nodes"], layout.node_mib):
+        # MemTotal leaves out what firmware and the kernel image reserve.
+        assert 0.6 * mib * MIB < node["memory_bytes"] <= mib * MIB, (node, mib)
+    assert {c["cpu"]: c["node"] for c in topo["cpus"]} == {c: layout.node_of(c) for c in range(layout.ncpus)}
+    assert (topo["cores"], topo["packages"]) == (layout.ncpus, layout.ncpus)  # sockets=N, cores=1
+    assert env["numa_balancing"] == 0  # numa_balancing=disable: nothing migrates pages behind us
+
+
+def test_bind(booted):
+    layout, _, _, results = booted
+    for name in [n for n in results if n.startswith("bind")]:
+        r = assert_ran_as_asked(layout, results, name)
+        wanted = set(topology.parse_cpulist(r["policy"].removeprefix("bind:")))
+        assert set(pages(r)) <= wanted, (name, r["page_nodes"])
+        assert not {layout.node_of(c) for c in r["cpus"]} & wanted  # the threads are elsewhere
+        if len(wanted) == 1:
+            assert pages(r) == {wanted.pop(): 1.0}
+        else:
+            # Several nodes: the kernel takes, for each thread's first touch,
+            # the node of the set nearest to the thread's node (its zonelist
+            # order); parallel init gives each thread an equal share.
+            nearest = [min(wanted, key=lambda n: (layout.distances[t][n], n)) for t in r["cpu_nodes"]]
+            expected = {n: nearest.count(n) / len(nearest) for n in set(nearest)}
+            assert pages(r) == pytest.approx(expected, abs=0.05), (name, r["page_nodes"])
+
+
+def test_interleave_spreads_evenly(booted):
+    layout, _, _, results = booted
+    for name in [n for n in results if n.startswith("interleave")]:
+        r = assert_ran_as_asked(layout, results, name)
+        spec = r["policy"].removeprefix("interleave:")
+        nodes = list(range(layout.nnodes)) if spec == "all" else topology.parse_cpulist(spec)
+        got = pages(r)
+        assert set(got) == set(nodes), (name, got)
+        for node in nodes:
+            assert got[node] == pytest.approx(1 / len(nodes), abs=0.05), (name, got)
+
+
+def test_preferred(booted):
+    layout, _, _, results = booted
+    r = assert_ran_as_asked(layout, results, "preferred")
+    node = int(r["policy"].removeprefix("preferred:"))
+    assert node not in r["cpu_nodes"]
+    assert pages(r) == {node: 1.0}
+
+
+def test_local(booted):
+    layout, _, _, results = booted
+    r = assert_ran_as_asked(layout, results, "local")
+    assert pages(r) == {r["cpu_nodes"][0]: 1.0}
+
+
+def test_remote_binds_to_the_farthest_node(booted):
+    layout, topo, _, results = booted
+    for name in [n for n in results if n.startswith("remote")]:
+        req, resolved, _ = results[name]
+        r = assert_ran_as_asked(layout, results, name)
+        thread_nodes = set(r["cpu_nodes"])
+        far = layout.farthest_from(thread_nodes)  # by hand, from the QEMU matrix
+        assert measure.remote_node(thread_nodes, topo) == far, name
+        assert req.policy == "remote" and resolved["policy"] == f"bind:{far}", name
+        assert r["policy"] == f"bind:{far}"
+        assert pages(r) == {far: 1.0}, (name, r["page_nodes"])
+
+
+def test_serial_init_puts_pages_on_the_initialising_thread(booted):
+    layout, _, _, results = booted
+    serial = assert_ran_as_asked(layout, results, "serial")
+    parallel = assert_ran_as_asked(layout, results, "parallel")
+    assert serial["policy"] == parallel["policy"] == "default"
+    first, second = serial["cpu_nodes"]
+    assert first != second  # the threads span two nodes
+    # Serial first touch: thread 0 touches everything -> its node only.
+    assert pages(serial) == {first: 1.0}
+    # Parallel first touch, static schedule: each thread's half on its node.
+    got = pages(parallel)
+    assert set(got) == {first, second}
+    assert got[first] == pytest.approx(0.5, abs=0.05) and got[second] == pytest.approx(0.5, abs=0.05)

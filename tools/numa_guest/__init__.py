@@ -1,0 +1,1 @@
+"""A multi-node Linux guest under QEMU for placement tests (see guest.py)."""
