@@ -70,18 +70,36 @@ def read_cpus(root: Path) -> list[dict]:
     return cpus
 
 
+def _by_node_id(row: list[int], columns: list[int]) -> list[int | None]:
+    """A node's distance file lists one distance per online node, in node
+    order; index it by node id (None for ids that are not online), so that
+    distances[m] is the distance to node m also when node ids have gaps
+    (POWER's nodes 0 and 8). Contiguous ids 0..n-1 leave the row as it is."""
+    if len(row) != len(columns) or columns == list(range(len(columns))):
+        return list(row)
+    aligned: list[int | None] = [None] * (max(columns) + 1)
+    for node, distance in zip(columns, row):
+        aligned[node] = distance
+    return aligned
+
+
 def read_nodes(root: Path) -> list[dict]:
+    """One entry per node: CPUs, MemTotal, and distances indexed by node id."""
     base = root / "sys/devices/system/node"
+    node_dirs = sorted(base.glob("node[0-9]*"), key=lambda p: int(p.name[4:]))
+    online = _read(base / "online")
+    columns = parse_cpulist(online) if online else [int(d.name[4:]) for d in node_dirs]
     nodes = []
-    for node_dir in sorted(base.glob("node[0-9]*"), key=lambda p: int(p.name[4:])):
+    for node_dir in node_dirs:
         meminfo = _read(node_dir / "meminfo", "")
         total = re.search(r"MemTotal:\s+([0-9]+) kB", meminfo)
+        row = [int(d) for d in _read(node_dir / "distance", "10").split()]
         nodes.append(
             {
                 "node": int(node_dir.name[4:]),
                 "cpus": parse_cpulist(_read(node_dir / "cpulist", "")),
                 "memory_bytes": int(total.group(1)) * 1024 if total else 0,
-                "distances": [int(d) for d in _read(node_dir / "distance", "10").split()],
+                "distances": _by_node_id(row, columns),
             }
         )
     return nodes or [{"node": 0, "cpus": [], "memory_bytes": 0, "distances": [10]}]
