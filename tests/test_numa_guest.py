@@ -20,11 +20,13 @@ asked. Success needs the guest's DONE marker, not only QEMU's exit status.
 Needs qemu-system-x86, busybox-static, gcc and apt (the kernel comes from
 `apt-get download linux-image-amd64`, cached under ~/.cache/membench or
 $MEMBENCH_CACHE); `make test-deps` installs the packages. Without them the
-test is skipped, with the reason.
+test is skipped, with the reason; with MEMBENCH_REQUIRE_GUEST=1 (CI) it
+fails instead.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -102,7 +104,9 @@ def guest_parts(tmp_path_factory):
         kernel = guest.fetch_kernel()
         fetched = time.monotonic() - started
     except guest.Unavailable as exc:
-        print(f"numa guest skipped: {exc}")
+        print(f"numa guest unavailable: {exc}")
+        if os.environ.get("MEMBENCH_REQUIRE_GUEST"):  # CI: must run for real
+            pytest.fail(f"numa guest unavailable and MEMBENCH_REQUIRE_GUEST is set: {exc}")
         pytest.skip(f"numa guest unavailable: {exc}")
     work = tmp_path_factory.mktemp("numa_guest")
     harness = guest.build_harness(work / "harness")
@@ -117,7 +121,7 @@ def booted(request, guest_parts):
     kernel, base, work = guest_parts
     layout = guest.LAYOUTS[request.param]
     probe = guest.boot(layout, [], kernel=kernel, base_initrd=base, workdir=work / layout.name, dump_sysfs=True)
-    assert probe.done and probe.returncode == 0, probe.explain()
+    assert probe.up_seconds is not None and probe.done and probe.returncode == 0, probe.explain()
     root = probe.write_root(work / layout.name / "root")
     topo = topology.read_topology(root)
     env = topology.read_environment(root)
