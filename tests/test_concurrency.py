@@ -75,3 +75,18 @@ def test_latency_cells_are_not_bandwidth_rows(table):
 )
 def test_placement_class(policy, placement):
     assert concurrency.placement_class(policy) == placement
+
+
+def test_loaded_latency_gives_a_second_column():
+    loaded = [
+        cell(kernel="loaded", op="triad", cell="load-d0", load_delay_requested=0, ns_mean=180.0, size_bytes=2**29),
+        cell(kernel="loaded", op="triad", cell="load-d100", load_delay_requested=100, ns_mean=120.0, size_bytes=2**29),
+    ]
+    cells = pd.concat([CELLS.assign(load_delay_requested=0, size_bytes=0), pd.DataFrame(loaded)], ignore_index=True)
+    table = concurrency.effective_concurrency(cells, {"a": 64, "b": 64}).set_index("cell")
+    row = table.loc["c"]
+    assert row["latency_ns"] == 100.0 and row["loaded_latency_ns"] == 180.0  # the heaviest load
+    assert row["lines_in_flight_loaded"] == pytest.approx(20.0 * 180.0 / 64)
+    assert "load-d0" in row["loaded_latency_source"]
+    assert not any(name.startswith("load-") for name in table.index)  # loaded cells are not bandwidth rows
+    assert "no loaded latency" in table.loc["other-system", "loaded_latency_source"]

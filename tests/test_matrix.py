@@ -153,3 +153,24 @@ def test_shuffle_priority_is_deterministic_and_spread():
     assert first == [matrix.shuffle_priority(f"e/k/c{i}", r, 1) for i in range(20) for r in range(3)]
     assert first != sorted(first) and len(set(first)) > 40
     assert first != [matrix.shuffle_priority(f"e/k/c{i}", r, 2) for i in range(20) for r in range(3)]
+
+
+def test_chase_runs_one_thread_only(schema_path, table):
+    config = {"experiments": {"lat": {"kernel": "chase", "threads": [1, 2]}}}
+    with pytest.raises(matrix.ConfigError, match=r"experiments.lat.threads: \[1, 2\] is not allowed for chase"):
+        load(config, schema_path, table)
+
+
+def test_loaded_cells_carry_their_load_axes(schema_path, table):
+    config = {
+        "experiments": {
+            "lat": {"kernel": "chase", "size": ["1GiB"], "sweep_from": "16KiB", "points_per_octave": 4},
+            "load": {"kernel": "loaded", "threads": ["all"], "load_op": ["triad", "read"], "load_delay": [0, 100]},
+        }
+    }
+    _, cells = load(config, schema_path, table)
+    chase = [c for c in cells if c.kernel == "chase"]
+    assert [(c.size, c.sweep_from, c.points_per_octave) for c in chase] == [(2**30, 16 * 1024, 4)]
+    loaded = [c for c in cells if c.kernel == "loaded"]
+    assert len(loaded) == 4 and len({c.id for c in loaded}) == 4
+    assert any(c.id.endswith("_read_d100") for c in loaded)

@@ -33,6 +33,7 @@ rule plot_figure:
     input:
         cells="results/summary/cells.csv",
         measurements=expand("results/{system}/measurements.csv", system=SYSTEMS),
+        topology=expand("results/{system}/topology.json", system=SYSTEMS),
     output:
         "results/figures/{experiment}-{kind}.svg",
     log:

@@ -56,7 +56,11 @@ def measure_request(wildcards):
         "system": wildcards.system,
         "kernel": cell.kernel,
         "variant": cell.variant,
-        "ops": tuple(VARIANTS["families"][cell.kernel]["ops"]),
+        "ops": (
+            (cell.load_op,)
+            if cell.kernel == "loaded"
+            else tuple(VARIANTS["families"][cell.kernel]["ops"])
+        ),
         "threads": cell.threads,
         "affinity": cell.affinity,
         "policy": cell.policy,
@@ -71,6 +75,9 @@ def measure_request(wildcards):
         "ntimes": cell.ntimes,
         "prefetch_distance": cell.prefetch_distance,
         "features": variants.features(VARIANTS, cell.kernel, cell.variant),
+        "load_delay": cell.load_delay,
+        "sweep_from": cell.sweep_from,
+        "points_per_octave": cell.points_per_octave,
         "repeat": int(wildcards.repeat),
     }
 

@@ -9,5 +9,6 @@ plot_figure(
     experiment=snakemake.wildcards.experiment,
     cells_csv=snakemake.input.cells,
     measurements=list(snakemake.input.measurements),
+    topology=list(snakemake.input.topology),
     output=snakemake.output[0],
 )

@@ -47,6 +47,26 @@ def idle_latencies(cells: pd.DataFrame) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+def loaded_latencies(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per (system, placement, pages): the chasing thread's latency under
+    the heaviest load measured (the smallest injection delay)."""
+    loaded = cells[(cells["kernel"] == "loaded") & (cells["n_ok"] > 0)]
+    if loaded.empty:
+        return pd.DataFrame(columns=["system", "placement", "pages", "ns", "working_set_bytes", "source"])
+    loaded = loaded.assign(placement=loaded["policy_requested"].map(placement_class))
+    heaviest = loaded.loc[loaded.groupby(["system", "placement", "pages"])["load_delay_requested"].idxmin()]
+    return pd.DataFrame(
+        {
+            "system": heaviest["system"],
+            "placement": heaviest["placement"],
+            "pages": heaviest["pages"],
+            "ns": heaviest["ns_mean"],
+            "working_set_bytes": heaviest["size_bytes"],
+            "source": heaviest["cell"],
+        }
+    ).reset_index(drop=True)
+
+
 def _match(latencies: pd.DataFrame, system: str, placement: str, pages: str) -> pd.Series | None:
     """Same system and placement; the same page size when measured, else
     the smallest pages (4k) measured — and the source says which."""
@@ -61,7 +81,8 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd
     """One row per bandwidth cell (and op): GB/s x ns = bytes in flight,
     / line size = cache lines, / threads = lines per thread."""
     latencies = idle_latencies(cells)
-    bandwidth = cells[(cells["kernel"] != LATENCY_KERNEL) & (cells["n_ok"] > 0)]
+    loaded = loaded_latencies(cells)
+    bandwidth = cells[~cells["kernel"].isin([LATENCY_KERNEL, "loaded"]) & (cells["n_ok"] > 0)]
     rows = []
     for row in bandwidth.itertuples():
         placement = placement_class(row.policy_requested)
@@ -97,6 +118,15 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd
                     f"idle chase, {latency['pages']} pages, {placement}, "
                     f"{latency['working_set_bytes'] / 2**20:.0f} MiB ({latency['source']})"
                 ),
+            )
+        under_load = _match(loaded, row.system, placement, row.pages)
+        if under_load is None:
+            out.update(loaded_latency_ns=math.nan, lines_in_flight_loaded=math.nan, loaded_latency_source="no loaded latency measured")
+        else:
+            out.update(
+                loaded_latency_ns=under_load["ns"],
+                lines_in_flight_loaded=row.gbps_mean * under_load["ns"] / line_bytes[row.system],
+                loaded_latency_source=f"loaded chase, heaviest load, {under_load['pages']} pages ({under_load['source']})",
             )
         rows.append(out)
     return pd.DataFrame(rows)

@@ -11,6 +11,7 @@ vary inside the experiment (affinity, variant, policy, ...).
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import matplotlib
@@ -120,9 +121,57 @@ def ladder_svg(measurements: pd.DataFrame, name: str) -> str:
     return to_svg(fig, name)
 
 
+def latency_svg(cells: pd.DataFrame, caches: dict[str, list[dict]], name: str) -> str:
+    """ns per load vs working set (log2 x), random and stride chase, with
+    each system's data-cache sizes marked."""
+    ok = add_series(cells[cells["n_ok"] > 0], ["system", "pages", "policy_requested", "variant"])
+    if ok.empty:
+        return _empty("no successful latency measurements in this experiment", name)
+    ok = ok.assign(curve=ok["op"] + ("" if ok["series"].nunique() == 1 else ", " + ok["series"]))
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    sns.lineplot(ok, x="working_set_bytes", y="ns_mean", hue="curve", marker="o", ms=4, ax=ax)
+    for curve, part in ok.groupby("curve"):
+        ax.fill_between(part["working_set_bytes"], part["ns_min"], part["ns_max"], alpha=0.15, lw=0)
+    ax.set_xscale("log", base=2)
+    for system, levels in caches.items():
+        for cache in levels:
+            ax.axvline(cache["size_bytes"], color="grey", ls=":", lw=1)
+            label = f"L{cache['level']}" + (f" {system}" if len(caches) > 1 else "")
+            ax.text(cache["size_bytes"], 1.0, label, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=8)
+    ax.set_xlabel("working set (bytes, log scale)")
+    ax.set_ylabel("latency (ns per load)")
+    ax.set_ylim(bottom=0)
+    ax.legend(title="mean over repetitions, band min–max", fontsize="small")
+    fig.tight_layout()
+    return to_svg(fig, name)
+
+
+def loaded_svg(cells: pd.DataFrame, name: str) -> str:
+    """Latency vs bandwidth: each injection delay is one point (the
+    load threads' GB/s, the chasing thread's ns per load)."""
+    ok = add_series(cells[cells["n_ok"] > 0], ["system", "op", "pages", "policy_requested", "threads"])
+    if ok.empty:
+        return _empty("no successful loaded-latency measurements in this experiment", name)
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for label, part in ok.groupby("series", sort=False):
+        part = part.sort_values("gbps_mean")
+        ax.errorbar(part["gbps_mean"], part["ns_mean"], xerr=part["gbps_std"].fillna(0), yerr=part["ns_std"].fillna(0),
+                    marker="o", ms=4, capsize=3, label=label)  # fmt: skip
+        for row in part.itertuples():
+            ax.annotate(f"delay {row.load_delay_requested}", (row.gbps_mean, row.ns_mean), fontsize=7,
+                        xytext=(4, 4), textcoords="offset points")  # fmt: skip
+    ax.set_xlabel("load threads' " + GBPS_LABEL)
+    ax.set_ylabel("chasing thread's latency (ns per load)")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return to_svg(fig, name)
+
+
 # Figure kinds per kernel family: the ladder replaces the thread scaling for
-# the single-thread read-only versions.
-KINDS = {"readonly": ("ladder", "histogram")}
+# the single-thread read-only versions; latency kernels have their own.
+KINDS = {"readonly": ("ladder", "histogram"), "chase": ("latency",), "loaded": ("loaded",)}
 DEFAULT_KINDS = ("scaling", "histogram")
 
 
@@ -130,12 +179,27 @@ def kinds_for(kernel: str) -> tuple[str, ...]:
     return KINDS.get(kernel, DEFAULT_KINDS)
 
 
-def plot_figure(kind: str, experiment: str, cells_csv: str, measurements: list[str], output: str) -> None:
+def data_caches(topology_paths: list[str]) -> dict[str, list[dict]]:
+    """system -> its data/unified caches (from results/<system>/topology.json)."""
+    caches = {}
+    for path in map(Path, topology_paths):
+        topology = json.loads(path.read_text())
+        caches[path.parent.name] = [c for c in topology["caches"] if c["type"] in ("Data", "Unified")]
+    return caches
+
+
+def plot_figure(
+    kind: str, experiment: str, cells_csv: str, measurements: list[str], topology: list[str], output: str
+) -> None:
     sns.set_theme(style="whitegrid", context="paper")
     name = f"{experiment}-{kind}"
-    if kind == "scaling":
+    if kind in ("scaling", "latency", "loaded"):
         cells = pd.read_csv(cells_csv)
-        svg = scaling_svg(cells[cells["experiment"] == experiment], name)
+        cells = cells[cells["experiment"] == experiment]
+        if kind == "latency":
+            svg = latency_svg(cells, data_caches(topology), name)
+        else:
+            svg = {"scaling": scaling_svg, "loaded": loaded_svg}[kind](cells, name)
     else:
         table = read_measurements(measurements)
         table = table[table["experiment"] == experiment]

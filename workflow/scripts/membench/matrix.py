@@ -20,7 +20,18 @@ import yaml
 
 from membench.variants import families, variant_names
 
-AXES = ("variant", "threads", "affinity", "policy", "pages", "init", "size", "prefetch_distance")
+AXES = (
+    "variant",
+    "threads",
+    "affinity",
+    "policy",
+    "pages",
+    "init",
+    "size",
+    "prefetch_distance",
+    "load_op",
+    "load_delay",
+)
 AFFINITY_ALIASES = {"compact": "close", "scatter": "spread"}
 SIZE_UNITS = {
     "B": 1,
@@ -60,6 +71,10 @@ class Cell:
     repeats: int
     ntimes: int
     prefetch_distance: int | str = "variant"
+    load_op: str = "triad"
+    load_delay: int = 0
+    sweep_from: int = 4096
+    points_per_octave: int = 2
 
     @property
     def id(self) -> str:
@@ -77,6 +92,8 @@ class Cell:
         )
         if self.prefetch_distance != "variant":
             axes += f"_pf{self.prefetch_distance}"
+        if self.kernel == "loaded":
+            axes += f"_{self.load_op}_d{self.load_delay}"
         return f"{self.experiment}/{self.kernel}-{self.variant}/{axes}"
 
     def as_dict(self) -> dict:
@@ -194,11 +211,16 @@ def _semantic_problems(config: dict, variants_table: dict) -> list[str]:
     if not isinstance(experiments, dict):
         return problems
     for name, experiment in experiments.items():
-        if not isinstance(experiment, dict) or experiment.get("kernel") not in families(
-            variants_table
-        ):
+        if not isinstance(experiment, dict):
             continue
         where = f"experiments.{name}"
+        if experiment.get("kernel") == "chase" and any(t != 1 for t in _list_of(experiment.get("threads"))):
+            problems.append(
+                f"{where}.threads: {experiment.get('threads')!r} is not allowed for chase; "
+                "allowed: [1] (one pinned thread chases; use kernel loaded for latency under load)"
+            )
+        if experiment.get("kernel") not in families(variants_table):
+            continue
         known = variant_names(variants_table, experiment["kernel"])
         for i, variant in enumerate(_list_of(experiment.get("variants"))):
             if variant != "all" and variant not in known:
@@ -263,6 +285,8 @@ def expand(config: dict, variants_table: dict) -> list[Cell]:
             "init": experiment["init"],
             "size": [parse_size(s) for s in experiment["size"]],
             "prefetch_distance": experiment["prefetch_distance"],
+            "load_op": experiment["load_op"],
+            "load_delay": experiment["load_delay"],
         }
         for combo in itertools.product(*axes.values()):
             values = dict(zip(axes, combo))
@@ -273,6 +297,8 @@ def expand(config: dict, variants_table: dict) -> list[Cell]:
                 kernel=kernel,
                 repeats=experiment["repeats"],
                 ntimes=experiment["ntimes"],
+                sweep_from=parse_size(experiment["sweep_from"]),
+                points_per_octave=experiment["points_per_octave"],
                 **values,
             )
             cells.setdefault(cell.id, cell)

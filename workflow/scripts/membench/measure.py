@@ -46,6 +46,9 @@ class Request:
     pages_requested: str = "4k"
     prefetch_distance: int | str = "variant"
     features: dict = field(default_factory=dict)
+    load_delay: int = 0
+    sweep_from: int = 4096
+    points_per_octave: int = 2
 
 
 def auto_size(topology: dict) -> int:
@@ -79,6 +82,8 @@ def resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict,
     resolved = {"threads": threads, "size": size, "policy": request.policy}
     if threads > len(allowed):
         return resolved, f"{threads} threads requested but only {len(allowed)} CPUs are available"
+    if request.kernel == "loaded" and threads < 2:
+        return resolved, f"loaded latency needs one chasing and at least one loading thread; {threads} requested"
     if request.affinity.startswith("cpus:"):
         listed = parse_cpulist(request.affinity.removeprefix("cpus:"))
         missing = sorted(set(listed) - set(allowed))
@@ -113,6 +118,8 @@ def harness_argv(binary: str, request: Request, resolved: dict) -> list[str]:
         "--system", request.system,
         "--variant", request.variant,
         *(["--prefetch-distance", str(request.prefetch_distance)] if request.prefetch_distance != "variant" else []),
+        *(["--sweep-from", str(request.sweep_from), "--points-per-octave", str(request.points_per_octave)] if request.kernel == "chase" else []),
+        *(["--delay", str(request.load_delay)] if request.kernel == "loaded" else []),
     ]  # fmt: skip
 
 
@@ -196,6 +203,7 @@ def measure_cell(
             policy_requested=request.policy,
             pages_requested=request.pages_requested,
             prefetch_distance_requested=request.prefetch_distance,
+            load_delay_requested=request.load_delay,
             # The variant's declared feature columns (kernels/variants.yaml).
             features=request.features,
             membench_version=__version__,

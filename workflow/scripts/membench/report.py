@@ -19,7 +19,8 @@ import yaml
 from markupsafe import Markup
 
 from membench.records import write_text_atomic
-from membench.tables import tables_for
+from membench.concurrency import effective_concurrency, idle_latencies
+from membench.tables import idle_latency_table, tables_for
 
 
 def number(value, digits: int = 2) -> str:
@@ -68,6 +69,18 @@ def cache_warnings(cells: pd.DataFrame, systems: dict) -> list[str]:
     return warnings
 
 
+def little_example(ec: pd.DataFrame) -> dict | None:
+    """The headline instance of Little's law: single-thread triad when
+    measured, else the first cell that has a matching latency."""
+    if ec.empty:
+        return None
+    known = ec[ec["latency_ns"].notna()]
+    if known.empty:
+        return None
+    triad = known[(known["op"] == "triad") & (known["threads"] == 1)]
+    return _records((triad if not triad.empty else known).head(1))[0]
+
+
 def _records(frame: pd.DataFrame) -> list[dict]:
     """Rows as dicts with NaN as None (StrictUndefined-safe, formatted by filters)."""
     return [
@@ -85,16 +98,19 @@ def build_context(
     systems: dict[str, dict],
     provenance: dict,
 ) -> dict:
+    line_bytes = {name: system["topology"]["line_bytes"] for name, system in systems.items()}
+    ec = effective_concurrency(cells, line_bytes)
     experiments = []
     for name, spec in config["experiments"].items():
         part = cells[cells["experiment"] == name]
+        part_ec = ec[ec["experiment"] == name] if not ec.empty else ec
         experiments.append(
             {
                 "name": name,
                 "kernel": spec["kernel"],
                 "axes": {k: v for k, v in spec.items() if k not in ("kernel", "exclude")},
                 "figures": {kind: Markup(svg) for kind, svg in figures.get(name, {}).items()},
-                "tables": tables_for(spec["kernel"], part),
+                "tables": tables_for(spec["kernel"], part, part_ec),
                 "cells": _records(part),
             }
         )
@@ -104,6 +120,8 @@ def build_context(
         "experiments": experiments,
         "problems": _records(problems),
         "warnings": cache_warnings(cells, systems),
+        "little": little_example(ec),
+        "idle_latencies": idle_latency_table(idle_latencies(cells)),
         "config_yaml": yaml.safe_dump(config, sort_keys=False),
         "totals": {
             "cells": int(cells[["system", "cell"]].drop_duplicates().shape[0]),

@@ -19,6 +19,7 @@ CELL_KEYS = [
     "pages",
     "init",
     "size_requested",
+    "load_delay_requested",
 ]
 OBTAINED_KEYS = ["threads", "size_bytes", "policy"]
 # Axes that tell series apart in figures and table rows (threads and op have
@@ -64,7 +65,7 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
     (config order, then the kernel's op order): repetitions by status, and
     the distributions of the ok ones: bandwidth (GB/s = 1e9 B/s) and, for
     latency kernels, ns per load."""
-    keys = CELL_KEYS + (["working_set_bytes"] if "working_set_bytes" in table else [])
+    keys = [k for k in CELL_KEYS if k in table] + (["working_set_bytes"] if "working_set_bytes" in table else [])
     rows = []
     for key, group in table.groupby(keys, dropna=False, sort=False):
         ok = group[group["status"] == "ok"]

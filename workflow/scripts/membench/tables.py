@@ -79,9 +79,75 @@ def range_table(cells: pd.DataFrame) -> dict:
     }
 
 
+def _number(value, digits: int = 1) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
+    """Effective concurrency of an experiment's bandwidth cells. For the
+    read-only versions McCalpin's layout: versions x systems, in cache
+    lines; otherwise one row per cell and op with both latencies."""
+    note = (
+        "Little's law: bytes in flight = GB/s × ns; cache lines = bytes / line size. "
+        "Idle latency: the random chase at its largest working set, same system and placement; "
+        "loaded latency: the chase under the heaviest load measured. The source of each latency is named."
+    )
+    if kernel == "readonly":
+        systems = list(dict.fromkeys(ec["system"]))
+        rows = []
+        for variant, part in ec.groupby("variant", sort=False):
+            row = [variant]
+            for system in systems:
+                mine = part[part["system"] == system]
+                row.append(_number(mine["lines_in_flight"].mean()) if not mine.empty else "–")
+            rows.append(row)
+        sources = "; ".join(sorted(set(ec["latency_source"])))
+        return {
+            "title": "Effective concurrency, cache lines in flight (McCalpin's second table)",
+            "note": f"{note} Latencies used: {sources}.",
+            "columns": ["version", *systems],
+            "rows": rows,
+        }
+    rows = [
+        [
+            r.system, r.op, str(r.threads), r.pages, r.placement, _number(r.gbps, 2), _number(r.latency_ns),
+            _number(r.bytes_in_flight, 0), _number(r.lines_in_flight), _number(r.lines_per_thread),
+            _number(r.loaded_latency_ns), _number(r.lines_in_flight_loaded), r.latency_source,
+        ]
+        for r in ec.itertuples()
+    ]  # fmt: skip
+    return {
+        "title": "Effective concurrency (Little's law)",
+        "note": note,
+        "columns": [
+            "system", "op", "threads", "pages", "placement", "GB/s", "idle ns", "bytes in flight", "lines",
+            "lines / thread", "loaded ns", "lines (loaded)", "idle latency from",
+        ],  # fmt: skip
+        "rows": rows,
+    }
+
+
+def idle_latency_table(latencies: pd.DataFrame) -> dict:
+    return {
+        "title": "Idle latency per system, placement and page size",
+        "note": "The random chase at the largest working set measured (ns per dependent load, mean over repetitions).",
+        "columns": ["system", "placement", "pages", "ns per load", "working set", "cell"],
+        "rows": [
+            [r.system, r.placement, r.pages, _number(r.ns), f"{r.working_set_bytes / 2**20:.0f} MiB", r.source]
+            for r in latencies.itertuples()
+        ],
+    }
+
+
 # Which paper table each kernel family's experiments show.
 TABLES = {"readonly": (feature_table,), "xor": (range_table,)}
 
 
-def tables_for(kernel: str, cells: pd.DataFrame) -> list[dict]:
-    return [make(cells) for make in TABLES.get(kernel, ())] if not cells.empty else []
+def tables_for(kernel: str, cells: pd.DataFrame, ec: pd.DataFrame) -> list[dict]:
+    """The paper tables of one experiment, then its effective concurrency."""
+    if cells.empty:
+        return []
+    tables = [make(cells) for make in TABLES.get(kernel, ())]
+    if not ec.empty:
+        tables.append(concurrency_table(ec, kernel))
+    return tables
