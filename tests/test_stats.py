@@ -62,3 +62,15 @@ def test_problem_cells_group_by_reason():
         {"system": "s", "experiment": "e", "cell": "e/stream-default/c", "status": "skipped", "reason": "no node 1", "records": 2}
     ]
     assert stats.problem_cells(frame[frame["status"] == "ok"]).empty
+
+
+def test_placement_mismatches_are_counted_per_cell():
+    frame = table(
+        [
+            {"status": "ok", "gbps": 10.0, "cpus": "[0, 1]", "placement_problems": None},
+            {"status": "ok", "gbps": 11.0, "cpus": "[0, 0]", "placement_problems": "asked close (bound [0, 1]), threads ended on [0, 0]"},
+        ]
+    )
+    (row,) = stats.summarise_cells(frame).to_dict("records")
+    assert row["placement_mismatches"] == 1
+    assert row["placement_notes"] == "asked close (bound [0, 1]), threads ended on [0, 0] x1"

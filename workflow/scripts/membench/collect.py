@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from membench.records import contract_problems, read_jsonl, write_text_atomic
+from membench.verify import placement_problems
 
 
 class ContractError(ValueError):
@@ -35,6 +36,7 @@ def _row(record: dict) -> dict:
     feature_<name> columns, other lists and objects JSON text."""
     row = {k: _flat(v) for k, v in record.items() if k != "features"}
     row.update({f"feature_{k}": v for k, v in (record.get("features") or {}).items()})
+    row["placement_problems"] = "; ".join(placement_problems(record)) or None
     return row
 
 

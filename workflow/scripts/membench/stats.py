@@ -89,6 +89,9 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
             page_nodes_obtained=_pattern_counts(ok["page_nodes"]),
             migrated_runs=int(ok["migrated"].fillna(False).astype(bool).sum()) if "migrated" in ok else 0,
         )
+        if "placement_problems" in ok:
+            flagged = ok["placement_problems"].dropna()
+            row.update(placement_mismatches=len(flagged), placement_notes=_pattern_counts(flagged) or None)
         rows.append(row)
     return pd.DataFrame(rows)
 
