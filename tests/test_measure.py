@@ -51,7 +51,7 @@ def test_auto_size_has_a_floor_of_256_mib():
     [
         ({"threads": 3}, "3 threads requested but only 2 CPUs"),
         ({"affinity": "cpus:0,5"}, "CPUs [5] are not available"),
-        ({"threads": 2, "affinity": "cpus:1"}, "lists 1 CPUs for 2 threads"),
+        ({"threads": 2, "affinity": "cpus:1"}, "gives 1 CPUs for 2 threads"),
         ({"policy": "remote"}, "policy remote needs a memory node without threads"),
     ],
 )
@@ -68,7 +68,7 @@ def test_remote_binds_to_the_farthest_node_from_the_threads():
 
 
 def test_harness_argv_quotes_nothing_and_passes_every_knob():
-    argv = measure.harness_argv("/bin/h", request(system="a b;rm -rf /"), {"threads": 1, "size": 4096, "policy": "default"})
+    argv = measure.harness_argv("/bin/h", request(system="a b;rm -rf /"), {"threads": 1, "size": 4096, "policy": "default", "affinity": "none"})
     assert argv[argv.index("--system") + 1] == "a b;rm -rf /"  # one argv element, no shell
     for flag in ("--op", "--threads", "--affinity", "--policy", "--pages", "--init", "--size", "--ntimes", "--repeat"):
         assert flag in argv
@@ -125,3 +125,33 @@ def test_binding_variables_of_the_caller_do_not_reach_the_harness(tmp_path, monk
     env = (tmp_path / "env.txt").read_text()
     assert "OMP_PROC_BIND" not in env and "OMP_PLACES" not in env
     assert os.environ["OMP_PROC_BIND"] == "true"
+
+
+SMT_TWO_NODES = {
+    "llc_bytes": 2**25,
+    "cpus": [
+        {"cpu": cpu, "node": cpu // 4, "package": cpu // 4, "core": (cpu % 4) // 2, "siblings": [cpu - cpu % 2, cpu - cpu % 2 + 1]}
+        for cpu in range(8)
+    ],
+    "nodes": [
+        {"node": 0, "cpus": [0, 1, 2, 3], "memory_bytes": 2**34, "distances": [10, 21]},
+        {"node": 1, "cpus": [4, 5, 6, 7], "memory_bytes": 2**34, "distances": [21, 10]},
+    ],
+}
+
+
+def test_node_relative_affinity_and_thread_counts():
+    allowed = list(range(8))
+    resolved, reason = measure.resolve(request(affinity="node:1", threads="node"), SMT_TWO_NODES, allowed)
+    assert reason is None
+    assert resolved["affinity"] == "cpus:4,6,5,7"  # one per core first, then the SMT siblings
+    assert resolved["threads"] == 2  # the cores of node 1
+    assert measure.resolve(request(threads="cores"), SMT_TWO_NODES, allowed)[0]["threads"] == 4
+    assert measure.resolve(request(threads="all"), SMT_TWO_NODES, allowed)[0]["threads"] == 8
+    _, reason = measure.resolve(request(affinity="node:3"), SMT_TWO_NODES, allowed)
+    assert "no usable CPUs on node 3" in reason
+
+
+def test_remote_from_a_node_affinity():
+    resolved, reason = measure.resolve(request(affinity="node:0", threads="node", policy="remote"), SMT_TWO_NODES, list(range(8)))
+    assert reason is None and resolved["policy"] == "bind:1"

@@ -75,24 +75,64 @@ def remote_node(thread_nodes: set[int], topology: dict) -> int | None:
     return max(candidates, key=lambda n: (sum(n["distances"][t] for t in thread_nodes), -n["node"]))["node"]
 
 
+def node_cpus(node: int, allowed: list[int], topology: dict) -> list[int]:
+    """The allowed CPUs of one node, one per physical core first and SMT
+    siblings after (so "threads: node" with "affinity: node:N" fills cores)."""
+    cpus = [c for c in topology["cpus"] if c["node"] == node and c["cpu"] in allowed]
+
+    def sibling_rank(c):
+        siblings = c.get("siblings", [c["cpu"]])
+        return siblings.index(c["cpu"]) if c["cpu"] in siblings else 0
+
+    return [c["cpu"] for c in sorted(cpus, key=lambda c: (sibling_rank(c), c.get("package", 0), c.get("core", c["cpu"]), c["cpu"]))]
+
+
+def physical_cores(cpus: list[int], topology: dict) -> int:
+    info = {c["cpu"]: (c.get("package", 0), c.get("core", c["cpu"])) for c in topology["cpus"]}
+    return len({info.get(cpu, (0, cpu)) for cpu in cpus})
+
+
+def resolve_threads(threads: int | str, affinity: str, allowed: list[int], topology: dict) -> int:
+    """all = every allowed CPU; cores = one per physical core; node = one per
+    core of the node the affinity names (node:N), else of node 0."""
+    if threads == "all":
+        return len(allowed)
+    if threads == "cores":
+        return physical_cores(allowed, topology)
+    if threads == "node":
+        node = int(affinity.removeprefix("node:")) if affinity.startswith("node:") else 0
+        return physical_cores(node_cpus(node, allowed, topology), topology)
+    return threads
+
+
 def resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict, str | None]:
     """Concrete harness arguments for this host, or the reason it cannot run."""
-    threads = len(allowed) if request.threads == "all" else request.threads
+    affinity = request.affinity
+    threads = resolve_threads(request.threads, request.affinity, allowed, topology)
+    if affinity.startswith("node:"):
+        node = int(affinity.removeprefix("node:"))
+        cpus = node_cpus(node, allowed, topology)
+        if not cpus:
+            nodes = sorted({c["node"] for c in topology["cpus"]})
+            return {"threads": threads, "size": request.size, "policy": request.policy, "affinity": affinity}, (
+                f"affinity {affinity}: no usable CPUs on node {node} (nodes with CPUs: {nodes})"
+            )
+        affinity = "cpus:" + ",".join(map(str, cpus))
     size = auto_size(topology) if request.size == "auto" else request.size
-    resolved = {"threads": threads, "size": size, "policy": request.policy}
+    resolved = {"threads": threads, "size": size, "policy": request.policy, "affinity": affinity}
     if threads > len(allowed):
         return resolved, f"{threads} threads requested but only {len(allowed)} CPUs are available"
     if request.kernel == "loaded" and threads < 2:
         return resolved, f"loaded latency needs one chasing and at least one loading thread; {threads} requested"
-    if request.affinity.startswith("cpus:"):
-        listed = parse_cpulist(request.affinity.removeprefix("cpus:"))
+    if affinity.startswith("cpus:"):
+        listed = parse_cpulist(affinity.removeprefix("cpus:"))
         missing = sorted(set(listed) - set(allowed))
         if missing:
             return resolved, f"affinity {request.affinity}: CPUs {missing} are not available (allowed: {allowed})"
         if len(listed) < threads:
-            return resolved, f"affinity {request.affinity} lists {len(listed)} CPUs for {threads} threads"
+            return resolved, f"affinity {request.affinity} gives {len(listed)} CPUs for {threads} threads"
     if request.policy == "remote":
-        nodes = _thread_nodes(request.affinity, threads, allowed, topology)
+        nodes = _thread_nodes(affinity, threads, allowed, topology)
         node = remote_node(nodes, topology)
         if node is None:
             return resolved, (
@@ -108,7 +148,7 @@ def harness_argv(binary: str, request: Request, resolved: dict) -> list[str]:
         str(binary),
         "--op", ",".join(request.ops),
         "--threads", str(resolved["threads"]),
-        "--affinity", request.affinity,
+        "--affinity", resolved["affinity"],
         "--policy", resolved["policy"],
         "--pages", request.pages,
         "--init", request.init,
@@ -135,6 +175,7 @@ def _placeholder_records(request: Request, resolved: dict, status: str, reason: 
             "op": op,
             "threads": resolved["threads"],
             "affinity": request.affinity,
+            "affinity_resolved": resolved.get("affinity", request.affinity),
             "policy": resolved["policy"],
             "pages": request.pages,
             "init": request.init,
@@ -195,7 +236,12 @@ def measure_cell(
         else:
             records = run_harness(binary, request, resolved, log_fh)
     for record in records:
+        # Requested knobs under their contract names; what they resolved to
+        # on this host beside them (policy keeps the resolved value, as the
+        # harness applied it, and policy_requested the request).
+        record["affinity_resolved"] = record.get("affinity_resolved", record["affinity"])
         record.update(
+            affinity=request.affinity,
             experiment=experiment,
             cell=cell_id,
             threads_requested=request.threads,

@@ -94,6 +94,11 @@ def placement_problems(record: dict) -> list[str]:
         if policy != "default"
         else None,
         pages_problem(record["pages"], float(record["hugepage_fraction"])),
-        affinity_problem(record["affinity"], int(record["threads"]), _load(record["cpus"]), _load(record.get("cpus_bound"))),
+        affinity_problem(
+            record.get("affinity_resolved") or record["affinity"],
+            int(record["threads"]),
+            _load(record["cpus"]),
+            _load(record.get("cpus_bound")),
+        ),
     ]
     return [p for p in problems if p]
