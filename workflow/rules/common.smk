@@ -87,7 +87,7 @@ def report_figures():
     return [
         f"results/figures/{name}-{kind}.svg"
         for name, experiment in CONFIG["experiments"].items()
-        for kind in figures.kinds_for(experiment["kernel"])
+        for kind in figures.kinds_for(experiment)
     ]
 
 

@@ -99,6 +99,54 @@ def histogram_svg(measurements: pd.DataFrame, name: str) -> str:
     return to_svg(grid.figure, name)
 
 
+def placement_label(row) -> str:
+    """What a run obtained, in a few words: thread CPUs and page nodes."""
+    nodes = json.loads(row["page_nodes"]) if isinstance(row["page_nodes"], str) else {}
+    pages = ", ".join(f"n{n} {f:.0%}" for n, f in sorted(nodes.items()))
+    return f"CPUs {row['cpus']}; pages {pages or '?'}"
+
+
+def placement_svg(measurements: pd.DataFrame, name: str) -> str:
+    """The distribution of the last op of the kernel (triad for STREAM),
+    coloured by the placement each run obtained: the modes of the Colfax
+    paper explained by recorded data."""
+    ok = add_series(measurements[measurements["status"] == "ok"])
+    if ok.empty:
+        return _empty("no successful measurements in this experiment", name)
+    op = list(dict.fromkeys(ok["op"]))[-1]
+    ok = ok[ok["op"] == op]
+    ok = ok.assign(placement=ok.apply(placement_label, axis=1))
+    low, high = np.floor(ok["gbps"].min()), np.ceil(ok["gbps"].max()) + 1
+    grid = sns.displot(
+        ok, x="gbps", hue="placement", row="threads", col="series", bins=np.arange(low, high + 1, 1.0),
+        multiple="stack", height=2.4, aspect=1.6, facet_kws={"sharey": False, "margin_titles": True},
+    )  # fmt: skip
+    grid.set_titles(row_template="threads = {row_name}", col_template="{col_name}")
+    grid.set_axis_labels(f"{op} {GBPS_LABEL}, 1 GB/s bins", "runs")
+    return to_svg(grid.figure, name)
+
+
+def size_svg(cells: pd.DataFrame, name: str) -> str:
+    """Bandwidth vs bytes per array (log x): caches, then memory, then the
+    spill past a node's memory (the ORNL experiment)."""
+    ok = add_series(cells[cells["n_ok"] > 0], ["system", "variant", "threads", "affinity", "policy_requested", "pages", "init"])
+    if ok.empty:
+        return _empty("no successful measurements in this experiment", name)
+    ok = ok.assign(curve=ok["op"] + ("" if ok["series"].nunique() == 1 else ", " + ok["series"]))
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    for curve, part in ok.groupby("curve", sort=False):
+        part = part.sort_values("size_bytes")
+        line = ax.errorbar(part["size_bytes"], part["gbps_mean"], yerr=part["gbps_std"].fillna(0), marker="o", ms=4, capsize=3, label=curve)
+        ax.fill_between(part["size_bytes"], part["gbps_min"], part["gbps_max"], color=line[0].get_color(), alpha=0.15, lw=0)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("bytes per array (log scale)")
+    ax.set_ylabel(GBPS_LABEL)
+    ax.set_ylim(bottom=0)
+    ax.legend(title="mean ± std, band min–max", fontsize="small")
+    fig.tight_layout()
+    return to_svg(fig, name)
+
+
 def ladder_svg(measurements: pd.DataFrame, name: str) -> str:
     """McCalpin's ladder: GB/s of every version, each repetition a dot and
     the mean a bar, one colour per system (or series)."""
@@ -172,11 +220,16 @@ def loaded_svg(cells: pd.DataFrame, name: str) -> str:
 # Figure kinds per kernel family: the ladder replaces the thread scaling for
 # the single-thread read-only versions; latency kernels have their own.
 KINDS = {"readonly": ("ladder", "histogram"), "chase": ("latency",), "loaded": ("loaded",)}
-DEFAULT_KINDS = ("scaling", "histogram")
+DEFAULT_KINDS = ("scaling", "histogram", "placement")
 
 
-def kinds_for(kernel: str) -> tuple[str, ...]:
-    return KINDS.get(kernel, DEFAULT_KINDS)
+def kinds_for(experiment: dict) -> tuple[str, ...]:
+    """The figures of one (validated) experiment; a size sweep adds the
+    bandwidth-vs-size (spill) curve."""
+    kinds = KINDS.get(experiment["kernel"], DEFAULT_KINDS)
+    if experiment["kernel"] not in ("chase", "loaded") and len(experiment.get("size", [])) > 1:
+        kinds = (*kinds, "size")
+    return kinds
 
 
 def data_caches(topology_paths: list[str]) -> dict[str, list[dict]]:
@@ -193,15 +246,15 @@ def plot_figure(
 ) -> None:
     sns.set_theme(style="whitegrid", context="paper")
     name = f"{experiment}-{kind}"
-    if kind in ("scaling", "latency", "loaded"):
+    if kind in ("scaling", "latency", "loaded", "size"):
         cells = pd.read_csv(cells_csv)
         cells = cells[cells["experiment"] == experiment]
         if kind == "latency":
             svg = latency_svg(cells, data_caches(topology), name)
         else:
-            svg = {"scaling": scaling_svg, "loaded": loaded_svg}[kind](cells, name)
+            svg = {"scaling": scaling_svg, "loaded": loaded_svg, "size": size_svg}[kind](cells, name)
     else:
         table = read_measurements(measurements)
         table = table[table["experiment"] == experiment]
-        svg = {"histogram": histogram_svg, "ladder": ladder_svg}[kind](table, name)
+        svg = {"histogram": histogram_svg, "ladder": ladder_svg, "placement": placement_svg}[kind](table, name)
     write_text_atomic(Path(output), svg)

@@ -23,6 +23,9 @@ from membench.concurrency import effective_concurrency, idle_latencies
 from membench.tables import idle_latency_table, tables_for
 
 
+TEMPLATE_DIR = Path(__file__).resolve().parents[3] / "reports"
+
+
 def number(value, digits: int = 2) -> str:
     """Table formatting: NaN/None -> an en dash, never "nan"."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

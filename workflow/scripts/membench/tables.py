@@ -28,6 +28,8 @@ def _feature_text(value) -> str:
         return ""
     if isinstance(value, (bool,)) or str(value) in ("True", "False"):
         return "Y" if str(value) == "True" else ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
     return str(value)
 
 
@@ -35,7 +37,11 @@ def feature_table(cells: pd.DataFrame) -> dict:
     """One row per version: its feature columns, then GB/s per system as
     mean (min – max over repetitions)."""
     ok = cells[cells["n_ok"] > 0]
-    features = [c for c in cells if c.startswith("feature_")]
+    order = list(FEATURE_LABELS)
+    features = sorted(
+        (c for c in cells if c.startswith("feature_")),
+        key=lambda c: order.index(c.removeprefix("feature_")) if c.removeprefix("feature_") in order else len(order),
+    )
     systems = list(dict.fromkeys(ok["system"]))
     rows = []
     for variant, part in ok.groupby("variant", sort=False):
@@ -75,6 +81,33 @@ def range_table(cells: pd.DataFrame) -> dict:
         "title": "GB/s by threads and system, min – max (the Sun paper's table)",
         "note": "Ranges over repetitions, each a separate process with its own placement.",
         "columns": ["threads", *(["series"] if several else []), *systems],
+        "rows": rows,
+    }
+
+
+def placement_table(cells: pd.DataFrame) -> dict:
+    """Bandwidth by memory placement (the AWS paper's local / remote /
+    interleaved table): one row per system, threads and policy, one column
+    per op, mean (min – max)."""
+    ok = cells[cells["n_ok"] > 0]
+    ops = list(dict.fromkeys(ok["op"]))
+    rows = []
+    for (system, threads, policy, resolved), part in ok.groupby(
+        ["system", "threads", "policy_requested", "policy"], sort=False
+    ):
+        row = [system, str(threads), policy if policy == resolved else f"{policy} → {resolved}"]
+        for op in ops:
+            mine = part[part["op"] == op]
+            row.append(
+                f"{mine['gbps_mean'].mean():.2f} ({mine['gbps_min'].min():.2f} – {mine['gbps_max'].max():.2f})"
+                if not mine.empty
+                else "–"
+            )
+        rows.append(row)
+    return {
+        "title": "Bandwidth by memory placement (the AWS paper's table)",
+        "note": "GB/s, mean (min – max) over repetitions; the policy as requested → as applied.",
+        "columns": ["system", "threads", "policy", *ops],
         "rows": rows,
     }
 
@@ -148,6 +181,8 @@ def tables_for(kernel: str, cells: pd.DataFrame, ec: pd.DataFrame) -> list[dict]
     if cells.empty:
         return []
     tables = [make(cells) for make in TABLES.get(kernel, ())]
+    if kernel not in ("chase", "loaded") and cells["policy_requested"].nunique() > 1:
+        tables.append(placement_table(cells))
     if not ec.empty:
         tables.append(concurrency_table(ec, kernel))
     return tables

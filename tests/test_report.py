@@ -1,0 +1,101 @@
+"""The report assembled from synthetic results of a 2-node machine with
+several policies, a chase sweep and a read-only ladder: every table and
+section that depends on the data appears, with numbers computed from it."""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+from markupsafe import Markup
+
+from membench import report, stats
+
+TOPOLOGY = {
+    "cpu_model": "Fake 2-node", "cpu_flags": ["avx2"], "cores": 4, "packages": 2, "llc_bytes": 2**20, "line_bytes": 64,
+    "cpus": [{"cpu": c, "core": c % 2, "package": c // 2, "node": c // 2, "siblings": [c]} for c in range(4)],
+    "nodes": [
+        {"node": 0, "cpus": [0, 1], "memory_bytes": 2**34, "distances": [10, 21]},
+        {"node": 1, "cpus": [2, 3], "memory_bytes": 2**34, "distances": [21, 10]},
+    ],
+    "caches": [{"level": 3, "type": "Unified", "size_bytes": 2**20, "line_bytes": 64, "shared_cpus": [0, 1]}],
+}  # fmt: skip
+ENVIRONMENT = {
+    "hostname": "box", "kernel": "6.1", "virtualized": False, "thp_enabled": "madvise", "thp_defrag": "madvise",
+    "hugepages": {}, "numa_balancing": 0, "zone_reclaim_mode": 0, "governor": None, "compiler": "gcc 12",
+}  # fmt: skip
+
+
+def record(**values):
+    base = dict(
+        system="box", experiment="numa", cell="numa/stream-default/x", kernel="stream", variant="default", op="triad",
+        threads_requested=2, threads=2, affinity="close", policy_requested="default", policy="default", pages="4k",
+        init="parallel", size_requested=2**30, size_bytes=2**30, load_delay_requested=0, status="ok", reason=None,
+        gbps=10.0, gbps_wa=13.0, ns_per_load=math.nan, working_set_bytes=math.nan, hugepage_fraction=0.0,
+        cpus="[0, 1]", page_nodes='{"0": 1.0}', migrated=False, placement_problems=None,
+    )  # fmt: skip
+    return {**base, **values}
+
+
+@pytest.fixture(scope="module")
+def html():
+    rows = []
+    for gbps in (10.0, 12.0):
+        rows.append(record(gbps=gbps))
+        rows.append(record(cell="numa/r", policy_requested="remote", policy="bind:1", gbps=gbps / 2, page_nodes='{"1": 1.0}'))
+        rows.append(record(cell="numa/i", policy_requested="interleave:all", policy="interleave:all", gbps=gbps * 0.8,
+                           page_nodes='{"0": 0.4, "1": 0.6}', placement_problems="asked interleave:all, pages on n0 40%"))  # fmt: skip
+        for ws, ns in ((2**14, 1.5), (2**30, 100.0 + gbps)):
+            rows.append(record(experiment="lat", cell="lat/c", kernel="chase", op="random", threads_requested=1, threads=1,
+                               gbps=math.nan, gbps_wa=math.nan, ns_per_load=ns, working_set_bytes=ws, size_bytes=ws))  # fmt: skip
+        rows.append(record(experiment="ladder", cell="ladder/v1", kernel="readonly", variant="v001", op="sum", threads=1,
+                           gbps=gbps, feature_sw_prefetch=False, feature_vector_bits=64))  # fmt: skip
+        rows.append(record(experiment="ladder", cell="ladder/v4", kernel="readonly", variant="v004", op="sum", threads=1,
+                           gbps=gbps + 5, feature_sw_prefetch=True, feature_vector_bits=64))  # fmt: skip
+    cells = stats.summarise_cells(pd.DataFrame(rows))
+    config = {
+        "experiments": {
+            "numa": {"kernel": "stream", "policy": ["default", "remote", "interleave:all"]},
+            "lat": {"kernel": "chase"},
+            "ladder": {"kernel": "readonly"},
+        }
+    }
+    context = report.build_context(
+        config=config,
+        cells=cells,
+        problems=stats.problem_cells(pd.DataFrame(rows)),
+        figures={"numa": {"scaling": "<svg id='s'></svg>"}},
+        systems={"box": {"topology": TOPOLOGY, "environment": ENVIRONMENT}},
+        provenance={"membench_version": "t", "commit": "abc", "config_hash": "h", "snakemake_version": "9", "rendered_at": "now"},
+    )
+    env = report.make_environment(report.TEMPLATE_DIR)
+    return env.get_template("report.html.j2").render(**context, stylesheet=Markup(""))
+
+
+def test_distance_matrix_and_memory_per_node(html):
+    assert "Node distances" in html and "<td>21</td>" in html and "16.0 GiB" in html
+
+
+def test_placement_table_shows_local_remote_interleave(html):
+    assert "Bandwidth by memory placement" in html
+    assert "remote → bind:1" in html and "5.50 (5.00 – 6.00)" in html  # mean (min – max) of the remote runs
+
+
+def test_mismatch_is_shown_next_to_the_numbers(html):
+    assert "⚠ 2 of 2 runs: asked interleave:all" in html
+
+
+def test_little_law_uses_the_idle_latency_at_the_largest_working_set(html):
+    # triad at 2 threads: 11 GB/s mean x 111 ns mean (chase at 1 GiB) = 1221 bytes = 19.1 lines
+    assert "111.0 ns" in html and "1221 bytes" in html and "19.1 cache lines" in html
+    assert "Idle latency per system, placement and page size" in html
+
+
+def test_mccalpin_tables(html):
+    assert "Versions and their features" in html and "Effective concurrency, cache lines in flight" in html
+    assert "<td>v004</td><td>64</td><td>Y</td><td>16.00 (15.00 – 17.00)</td>" in html.replace("\n", "")
+    assert "<th>vector bits</th><th>SW prefetch</th>" in html
+
+
+def test_remote_bandwidth_has_no_matching_latency_and_says_so(html):
+    assert "no idle latency measured on box with remote placement" in html
