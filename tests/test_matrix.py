@@ -1,5 +1,7 @@
 """Config validation (every problem at once) and expansion into cells."""
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -174,3 +176,10 @@ def test_loaded_cells_carry_their_load_axes(schema_path, table):
     loaded = [c for c in cells if c.kernel == "loaded"]
     assert len(loaded) == 4 and len({c.id for c in loaded}) == 4
     assert any(c.id.endswith("_read_d100") for c in loaded)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).parents[1] / "config").glob("*.yaml")))
+def test_every_shipped_config_is_valid(name, repo, schema_path, table):
+    config = yaml.safe_load((repo / "config" / name).read_text())
+    _, cells = load(config, schema_path, table)
+    assert cells
