@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CORES  ?= all
 CONFIG ?= config/config.yaml
 
-.PHONY: run test lint system-deps test-deps clean
+.PHONY: run test bench lint system-deps test-deps clean
 
 # System packages come from Debian's apt; only what is missing is installed.
 system-deps:
@@ -36,6 +36,11 @@ run: system-deps $(STAMP)
 
 test: system-deps test-deps $(STAMP)
 	$(BIN)/pytest -q tests
+
+# Speed targets, checked side by side against likwid-bench in one sitting
+# (not a test: timings on shared machines are noisy). Skips without likwid.
+bench: system-deps $(STAMP)
+	$(BIN)/python bench/compare_likwid.py
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint
