@@ -75,6 +75,9 @@ typedef struct options {
     int test_corrupt;
     size_t prefetch_distance;   /* bytes; MB_PF_DIST unless --prefetch-distance */
     int prefetch_distance_set;
+    int threads_set;            /* --threads given */
+    long long famopt[MB_MAX_FAMOPTS]; /* the family's own options (run families) */
+    int nfamopt;
 } options_t;
 
 static const char *g_prog = "membench";
@@ -133,10 +136,30 @@ static void print_help(FILE *f)
         "                   (this variant: %s; built-in %d)\n"
         "  --test-corrupt   TEST ONLY: corrupt one element so validation fails\n"
         "  --list           print the kernel table and exit\n"
-        "  --help           this text\n\n"
-        "exit codes: 0 ok, 1 failed, 2 usage error, 3 skipped\n",
+        "  --help           this text\n",
         MB_VARIANT, MB_SWPF ? "prefetches" : "no software prefetch, ignored",
         (int)MB_PF_DIST);
+    if (g_family->min_threads > 0 || g_family->max_threads > 0) {
+        if (g_family->max_threads == g_family->min_threads)
+            fprintf(f, "  (family %s: --threads must be %d)\n", g_family->name,
+                    g_family->min_threads);
+        else if (g_family->max_threads > 0)
+            fprintf(f, "  (family %s: --threads must be %d..%d)\n", g_family->name,
+                    g_family->min_threads, g_family->max_threads);
+        else
+            fprintf(f, "  (family %s: --threads must be >= %d)\n", g_family->name,
+                    g_family->min_threads);
+    }
+    if (g_family->pin)
+        fprintf(f, "  (family %s: with --affinity none thread t is still pinned, to the "
+                   "t-th allowed CPU)\n", g_family->name);
+    if (g_family->options && g_family->options[0].name) {
+        fprintf(f, "family %s options:\n", g_family->name);
+        for (const mb_famopt_t *fo = g_family->options; fo->name; fo++)
+            fprintf(f, "  --%s %s\n                   %s (default %lld, %lld..%lld)\n",
+                    fo->name, fo->metavar, fo->help, fo->def, fo->min, fo->max);
+    }
+    fprintf(f, "\nexit codes: 0 ok, 1 failed, 2 usage error, 3 skipped\n");
 }
 
 static int parse_ll(const char *s, long long *out)
@@ -262,8 +285,9 @@ static void parse_policy(const char *arg, options_t *o)
 static void parse_args(int argc, char **argv, options_t *o)
 {
     enum { O_OP = 256, O_THREADS, O_AFF, O_POL, O_PAGES, O_INIT, O_SIZE, O_NTIMES,
-           O_REPEAT, O_SYSTEM, O_VARIANT, O_CORRUPT, O_LIST, O_HELP, O_PFDIST };
-    static const struct option longopts[] = {
+           O_REPEAT, O_SYSTEM, O_VARIANT, O_CORRUPT, O_LIST, O_HELP, O_PFDIST,
+           O_FAMOPT = 512 /* + index of the family option */ };
+    static const struct option common_longopts[] = {
         {"op", required_argument, NULL, O_OP},
         {"threads", required_argument, NULL, O_THREADS},
         {"affinity", required_argument, NULL, O_AFF},
@@ -279,13 +303,27 @@ static void parse_args(int argc, char **argv, options_t *o)
         {"prefetch-distance", required_argument, NULL, O_PFDIST},
         {"list", no_argument, NULL, O_LIST},
         {"help", no_argument, NULL, O_HELP},
-        {NULL, 0, NULL, 0},
     };
-    static const char *all_opts =
+    static char all_opts[1024] =
         "--op, --threads, --affinity, --policy, --pages, --init, --size, --ntimes, "
         "--repeat, --system, --variant, --prefetch-distance, --test-corrupt, --list, --help";
     const char *size_arg = "auto";
     long long v;
+
+    /* the common options plus the family's own (--NAME INTEGER) */
+    enum { NCOMMON = sizeof common_longopts / sizeof common_longopts[0] };
+    static struct option longopts[NCOMMON + MB_MAX_FAMOPTS + 1];
+    memcpy(longopts, common_longopts, sizeof common_longopts);
+    o->nfamopt = 0;
+    for (const mb_famopt_t *fo = g_family->options; fo && fo->name && o->nfamopt < MB_MAX_FAMOPTS;
+         fo++) {
+        longopts[NCOMMON + o->nfamopt] =
+            (struct option){fo->name, required_argument, NULL, O_FAMOPT + o->nfamopt};
+        o->famopt[o->nfamopt++] = fo->def;
+        size_t len = strlen(all_opts);
+        snprintf(all_opts + len, sizeof all_opts - len, ", --%s", fo->name);
+    }
+    memset(&longopts[NCOMMON + o->nfamopt], 0, sizeof longopts[0]);
 
     opterr = 0;
     for (;;) {
@@ -299,6 +337,7 @@ static void parse_args(int argc, char **argv, options_t *o)
             if (parse_ll(optarg, &v) != 0 || v < 1 || v > 1000000)
                 die_usage("--threads", optarg, "an integer >= 1");
             o->threads = (int)v;
+            o->threads_set = 1;
             break;
         case O_AFF: parse_affinity(optarg, o); break;
         case O_POL: parse_policy(optarg, o); break;
@@ -353,6 +392,16 @@ static void parse_args(int argc, char **argv, options_t *o)
                     argv[optind - 1], g_prog);
             exit(MB_USAGE_EXIT);
         default:
+            if (c >= O_FAMOPT && c < O_FAMOPT + o->nfamopt) {
+                const mb_famopt_t *fo = &g_family->options[c - O_FAMOPT];
+                char opt[96], allowed[160];
+                snprintf(opt, sizeof opt, "--%s", fo->name);
+                snprintf(allowed, sizeof allowed, "an integer %lld..%lld", fo->min, fo->max);
+                if (parse_ll(optarg, &v) != 0 || v < fo->min || v > fo->max)
+                    die_usage(opt, optarg, allowed);
+                o->famopt[c - O_FAMOPT] = v;
+                break;
+            }
             fprintf(stderr, "%s: unknown option '%s'; allowed options: %s\n", g_prog,
                     argv[optind - 1], all_opts);
             exit(MB_USAGE_EXIT);
@@ -378,6 +427,26 @@ static void parse_args(int argc, char **argv, options_t *o)
     }
     o->elements = (size_t)(bytes / g_family->elem_size);
     o->size_bytes = o->elements * g_family->elem_size;
+
+    /* families that need a thread count (one chaser; chaser + loaders) */
+    int tmin = g_family->min_threads, tmax = g_family->max_threads;
+    if ((tmin > 0 && o->threads < tmin) || (tmax > 0 && o->threads > tmax)) {
+        if (!o->threads_set) {
+            o->threads = tmin > 0 && o->threads < tmin ? tmin : tmax;
+        } else {
+            char val[32], allowed[160];
+            snprintf(val, sizeof val, "%d", o->threads);
+            if (tmax == tmin)
+                snprintf(allowed, sizeof allowed, "%d (family %s)", tmin, g_family->name);
+            else if (tmax > 0)
+                snprintf(allowed, sizeof allowed, "%d..%d (family %s)", tmin, tmax,
+                         g_family->name);
+            else
+                snprintf(allowed, sizeof allowed, "an integer >= %d (family %s)", tmin,
+                         g_family->name);
+            die_usage("--threads", val, allowed);
+        }
+    }
 }
 
 /* ================================================================= JSON */
@@ -562,6 +631,8 @@ typedef struct run {
     double t_start, t_end;
     long long res_ns, gran_ns;
     char host[256];
+    int emitted;                 /* records written by a run() family */
+    int worst;                   /* worst status among them */
 } run_t;
 
 static void set_reason(run_t *r, int status, const char *fmt, ...)
@@ -726,6 +797,150 @@ static void emit_record(const options_t *o, const run_t *r, int i)
     free(b.s);
 }
 
+/* One record of a run() family: the usual keys from the process and the
+ * point, then the point's extra keys. */
+static void emit_point(const options_t *o, run_t *r, const mb_point_t *p)
+{
+    int nt = r->threads;
+    int ok = p->status == MB_OK;
+    int *cpus_end = calloc((size_t)nt, sizeof(int));
+    if (!cpus_end) {
+        perror("calloc");
+        exit(MB_FAILED);
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        int t = omp_get_thread_num();
+        if (t < nt)
+            cpus_end[t] = sched_getcpu();
+    }
+    double tmin = 1e300;
+    for (int j = 0; j < p->nsecs; j++)
+        tmin = fmin(tmin, p->secs[j]);
+
+    jbuf_t b = {0};
+    jb_raw(&b, "{");
+    kv_int(&b, "schema", MB_SCHEMA);
+    kv_str(&b, "system", o->system);
+    kv_str(&b, "kernel", g_family->name);
+    kv_str(&b, "variant", o->variant);
+    kv_str(&b, "op", p->op->op);
+    kv_int(&b, "threads", nt);
+    kv_str(&b, "affinity", o->affinity_str);
+    kv_str(&b, "policy", o->policy_str);
+    kv_str(&b, "pages", o->pages_str);
+    kv_str(&b, "init", o->init_str);
+    kv_int(&b, "size_bytes", (long long)p->size_bytes);
+    kv_int(&b, "array_elements", (long long)p->elements);
+    kv_int(&b, "arrays", g_family->narrays);
+    kv_int(&b, "ntimes", o->ntimes);
+    kv_int(&b, "repeat", o->repeat);
+    kv_str(&b, "status", status_name(p->status));
+    if (ok)
+        kv_null(&b, "reason");
+    else
+        kv_str(&b, "reason", p->reason);
+    kv_double(&b, "gbps", ok ? p->gbps : NAN);
+    kv_double(&b, "gbps_mean", ok ? p->gbps_mean : NAN);
+    kv_double(&b, "gbps_wa", ok ? p->gbps_wa : NAN);
+    if (p->bytes_per_iter >= 0)
+        kv_int(&b, "bytes_per_iter", p->bytes_per_iter);
+    else
+        kv_null(&b, "bytes_per_iter");
+    if (p->bytes_per_iter_wa >= 0)
+        kv_int(&b, "bytes_per_iter_wa", p->bytes_per_iter_wa);
+    else
+        kv_null(&b, "bytes_per_iter_wa");
+    kv_bool(&b, "nontemporal", p->op->nontemporal);
+    kv_null(&b, "prefetch_distance");
+    kv_str(&b, "cpu_feature", p->op->cpu_feature);
+    kv_doubles(&b, "seconds", ok ? p->secs : NULL, ok ? p->nsecs : 0);
+    if (p->valid >= 0)
+        kv_bool(&b, "valid", p->valid);
+    else
+        kv_null(&b, "valid");
+    kv_null(&b, "max_rel_error");
+    int *nodes = calloc((size_t)nt + 1, sizeof(int));
+    int migrated = 0;
+    for (int t = 0; t < nt; t++) {
+        nodes[t] = mb_cpu_node(cpus_end[t]);
+        migrated |= cpus_end[t] != r->cpus_start[t];
+    }
+    kv_ints(&b, "cpus", cpus_end, nt);
+    kv_ints(&b, "cpus_start", r->cpus_start, nt);
+    kv_ints(&b, "cpu_nodes", nodes, nt);
+    kv_bool(&b, "migrated", migrated);
+    if (r->bound)
+        kv_ints(&b, "cpus_bound", r->plan, nt);
+    else
+        kv_null(&b, "cpus_bound");
+    free(nodes);
+    long counts[MB_MAX_NODES];
+    memset(counts, 0, sizeof counts);
+    long sampled = p->nmaps > 0 ? mb_sample_page_nodes(p->maps, p->nmaps, MB_PAGE_SAMPLE, counts)
+                                : -1;
+    jb_key(&b, "page_nodes");
+    jb_raw(&b, "{");
+    int first = 1;
+    for (int n = 0; n < MB_MAX_NODES && sampled > 0; n++)
+        if (counts[n]) {
+            jb_raw(&b, "%s\"%d\":", first ? "" : ",", n);
+            jb_double(&b, (double)counts[n] / (double)sampled);
+            first = 0;
+        }
+    jb_raw(&b, "}");
+    if (sampled >= 0)
+        kv_int(&b, "pages_sampled", sampled);
+    else
+        kv_null(&b, "pages_sampled");
+    double huge = p->nmaps > 0 ? mb_hugepage_fraction(p->maps, p->nmaps) : -1.0;
+    kv_double(&b, "hugepage_fraction", huge >= 0 ? huge : NAN);
+    kv_double(&b, "t_start", r->t_start);
+    kv_double(&b, "t_end", now_unix());
+    kv_int(&b, "timer_resolution_ns", r->res_ns);
+    kv_int(&b, "timer_granularity_ns", r->gran_ns);
+    if (ok && p->nsecs > 0 && r->gran_ns > 0)
+        kv_double(&b, "min_ticks", tmin * 1e9 / (double)r->gran_ns);
+    else
+        kv_null(&b, "min_ticks");
+    kv_str(&b, "host", r->host);
+    kv_int(&b, "pid", (long long)getpid());
+    kv_str(&b, "compiler", __VERSION__);
+    kv_str(&b, "cflags", MB_CFLAGS);
+    kv_str(&b, "harness_version", MB_HARNESS_VERSION);
+    kv_str(&b, "omp_proc_bind", getenv("OMP_PROC_BIND"));
+    kv_str(&b, "omp_places", getenv("OMP_PLACES"));
+    for (int i = 0; i < p->nextra; i++) {
+        const mb_kv_t *x = &p->extra[i];
+        switch (x->type) {
+        case MB_KV_INT: kv_int(&b, x->key, x->i); break;
+        case MB_KV_DBL: kv_double(&b, x->key, x->d); break;
+        case MB_KV_STR: kv_str(&b, x->key, x->s); break;
+        case MB_KV_BOOL: kv_bool(&b, x->key, (int)x->i); break;
+        default: kv_null(&b, x->key); break;
+        }
+    }
+    jb_raw(&b, "}\n");
+    fputs(b.s, stdout);
+    fflush(stdout);
+    free(b.s);
+    free(cpus_end);
+    r->emitted++;
+    if (p->status == MB_FAILED || (p->status == MB_SKIPPED && r->worst == MB_OK))
+        r->worst = p->status;
+}
+
+typedef struct emit_state {
+    const options_t *o;
+    run_t *r;
+} emit_state_t;
+
+static void emit_cb(mb_run_ctx_t *ctx, const mb_point_t *p)
+{
+    emit_state_t *es = ctx->harness;
+    emit_point(es->o, es->r, p);
+}
+
 static void human_summary(const options_t *o, const run_t *r)
 {
     FILE *f = stderr;
@@ -744,7 +959,9 @@ static void human_summary(const options_t *o, const run_t *r)
     else if (o->prefetch_distance_set)
         fprintf(f, "--prefetch-distance ignored: variant %s has no software prefetch\n",
                 o->variant);
-    if (r->measured) {
+    if (g_family->run)
+        fprintf(f, "%d records written (one line each on stdout)\n", r->emitted);
+    if (r->measured && !g_family->run) {
         fprintf(f, "CPUs (start -> end):");
         for (int t = 0; t < r->threads; t++)
             fprintf(f, " %d->%d", r->cpus_start[t], r->cpus_end[t]);
@@ -804,6 +1021,20 @@ static void measure(const options_t *o, run_t *r, mb_mapping_t *maps, mb_arrays_
         set_reason(r, st, "%s", why);
         return;
     }
+    /* pinning families: affinity none -> thread t on the t-th allowed CPU */
+    int pinned = 0;
+    if (o->affinity == MB_AFF_NONE && g_family->pin) {
+        static mb_cpu_t allowed[MB_MAX_CPUS];
+        int na = mb_allowed_cpus(allowed);
+        if (na < nt) {
+            set_reason(r, MB_SKIPPED, "%d threads need %d CPUs to pin to, %d allowed", nt, nt,
+                       na < 0 ? 0 : na);
+            return;
+        }
+        for (int t = 0; t < nt; t++)
+            r->plan[t] = allowed[t].cpu;
+        pinned = 1;
+    }
     mb_policy_t pol = o->policy;
     st = mb_policy_resolve(&pol, why, sizeof why);
     if (st != MB_OK) {
@@ -819,7 +1050,7 @@ static void measure(const options_t *o, run_t *r, mb_mapping_t *maps, mb_arrays_
     /* -- threads: bind each one to its CPU inside the first parallel region -- */
     omp_set_dynamic(0);
     omp_set_num_threads(nt);
-    r->bound = o->affinity != MB_AFF_NONE;
+    r->bound = o->affinity != MB_AFF_NONE || pinned;
     int team = 0;
     int *bind_err = calloc((size_t)nt, sizeof(int));
 #pragma omp parallel
@@ -847,6 +1078,33 @@ static void measure(const options_t *o, run_t *r, mb_mapping_t *maps, mb_arrays_
         }
     free(bind_err);
     r->threads = team;
+
+    if (g_family->run) {
+        /* -- a family with its own run loop (latency): it maps its memory
+         *    and writes its records through emit_cb -- */
+        struct timespec res;
+        clock_getres(CLOCK_MONOTONIC, &res);
+        r->res_ns = (long long)res.tv_sec * 1000000000LL + res.tv_nsec;
+        r->gran_ns = timer_granularity_ns();
+        const mb_kernel_t *ops[MB_MAX_OPS];
+        int op_ok[MB_MAX_OPS];
+        for (int i = 0; i < o->nops; i++) {
+            ops[i] = o->ops[i];
+            op_ok[i] = r->op_status[i] == MB_OK;
+        }
+        emit_state_t es = {o, r};
+        mb_run_ctx_t ctx = {
+            .ops = ops, .op_ok = op_ok, .nops = o->nops, .threads = nt, .plan = r->plan,
+            .size_bytes = o->size_bytes, .pages = (int)o->pages, .policy = &pol,
+            .init_parallel = o->init_parallel, .ntimes = o->ntimes,
+            .test_corrupt = o->test_corrupt, .opt = o->famopt, .gran_ns = r->gran_ns,
+            .emit = emit_cb, .harness = &es,
+        };
+        st = g_family->run(&ctx);
+        if (st != MB_OK)
+            set_reason(r, st, "%s", ctx.reason[0] ? ctx.reason : "run failed");
+        return;
+    }
 
     /* -- memory: map, policy before first touch, first touch -- */
     A->n = o->elements;
@@ -923,7 +1181,7 @@ int main(int argc, char **argv)
     g_prog = argc > 0 && argv[0] ? strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0]
                                  : "membench";
     g_family = mb_find_family(MB_FAMILY);
-    if (!g_family || !g_family->init || !g_family->validate) {
+    if (!g_family || !(g_family->run || (g_family->init && g_family->validate))) {
         for (int i = 1; i < argc; i++)
             if (strcmp(argv[i], "--list") == 0) {
                 mb_print_table(stdout, NULL);
@@ -952,6 +1210,7 @@ int main(int argc, char **argv)
 
     static run_t r;
     r.status = MB_OK;
+    r.worst = MB_OK;
     r.pages_sampled = -1;
     r.hugepage_fraction = -1.0;
     r.threads = o.threads;
@@ -993,6 +1252,13 @@ int main(int argc, char **argv)
 
     human_summary(&o, &r);
     int exit_code = MB_OK;
+    if (r.emitted > 0) {
+        /* a run() family wrote its own records */
+        exit_code = r.worst;
+        if (r.status == MB_FAILED || (r.status == MB_SKIPPED && exit_code == MB_OK))
+            exit_code = r.status;
+        o.nops = 0;
+    }
     for (int i = 0; i < o.nops; i++) {
         emit_record(&o, &r, i);
         int st = op_final_status(&r, i);

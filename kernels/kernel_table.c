@@ -7,6 +7,7 @@
  * the kernel uses non-temporal stores or only writes arrays it also reads
  * (rmw: x ^= m, y += a*x).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -15,21 +16,35 @@ static const char *const stream_arrays[] = {"a", "b", "c"};
 static const char *const readonly_arrays[] = {"a"};
 static const char *const xor_arrays[] = {"x"};
 static const char *const daxpy_arrays[] = {"x", "y"};
+static const char *const chase_arrays[] = {"chain"};
 
 const mb_family_t mb_family_table[] = {
-    {"stream", 3, stream_arrays, sizeof(double), 3.0, mb_stream_init,
-     mb_stream_validate, mb_stream_corrupt,
-     "STREAM copy/scale/add/triad on three double arrays a=1, b=2, c=0, s=3"},
-    {"readonly", 1, readonly_arrays, sizeof(double), 0.0, mb_readonly_init,
-     mb_readonly_validate, mb_readonly_corrupt,
-     "McCalpin's read-only sum reduction over one double array a[i] = i%8+1 "
-     "(exact sum)"},
-    {"xor", 1, xor_arrays, sizeof(unsigned long long), 0.0, mb_xor_init,
-     mb_xor_validate, mb_xor_corrupt,
-     "Sun's *x ^= mask over 64-bit words, private per-thread pages"},
-    {"daxpy", 2, daxpy_arrays, sizeof(double), 3.0, mb_daxpy_init,
-     mb_daxpy_validate, mb_daxpy_corrupt,
-     "ORNL's DAXPY y = y + a*x on two double arrays x=1, y=2, a=3"},
+    {.name = "stream", .narrays = 3, .array_names = stream_arrays,
+     .elem_size = sizeof(double), .scalar = 3.0, .init = mb_stream_init,
+     .validate = mb_stream_validate, .corrupt = mb_stream_corrupt,
+     .description = "STREAM copy/scale/add/triad on three double arrays a=1, b=2, c=0, s=3"},
+    {.name = "readonly", .narrays = 1, .array_names = readonly_arrays,
+     .elem_size = sizeof(double), .scalar = 0.0, .init = mb_readonly_init,
+     .validate = mb_readonly_validate, .corrupt = mb_readonly_corrupt,
+     .description = "McCalpin's read-only sum reduction over one double array a[i] = i%8+1 "
+                    "(exact sum)"},
+    {.name = "xor", .narrays = 1, .array_names = xor_arrays,
+     .elem_size = sizeof(unsigned long long), .scalar = 0.0, .init = mb_xor_init,
+     .validate = mb_xor_validate, .corrupt = mb_xor_corrupt,
+     .description = "Sun's *x ^= mask over 64-bit words, private per-thread pages"},
+    {.name = "daxpy", .narrays = 2, .array_names = daxpy_arrays,
+     .elem_size = sizeof(double), .scalar = 3.0, .init = mb_daxpy_init,
+     .validate = mb_daxpy_validate, .corrupt = mb_daxpy_corrupt,
+     .description = "ORNL's DAXPY y = y + a*x on two double arrays x=1, y=2, a=3"},
+    {.name = "chase", .narrays = 1, .array_names = chase_arrays, .elem_size = sizeof(void *),
+     .run = mb_chase_run, .min_threads = 1, .max_threads = 1, .pin = 1,
+     .options = mb_chase_options,
+     .description = "dependent-load pointer chase (ns per load) over a log-spaced "
+                    "working-set sweep: random single cycle (page groups) or fixed stride"},
+    {.name = "loaded", .narrays = 1, .array_names = chase_arrays, .elem_size = sizeof(void *),
+     .run = mb_loaded_run, .min_threads = 2, .pin = 1, .options = mb_loaded_options,
+     .description = "loaded latency: the random chase on thread 0 while threads 1..N-1 "
+                    "run a bandwidth kernel (triad or read) with an injection delay"},
 };
 const size_t mb_family_count = sizeof mb_family_table / sizeof mb_family_table[0];
 
@@ -72,6 +87,15 @@ const mb_kernel_t mb_kernel_table[] = {
     {.family = "daxpy", .op = "daxpy", .fn = mb_daxpy_daxpy, .reads = 2, .writes = 1,
      .rmw = 1, .cpu_feature = MB_VFEATURE, .model = mb_daxpy_model_daxpy,
      .description = "y[j] = y[j] + a*x[j]"},
+    {.family = "chase", .op = "random", .fn = mb_chase_chase, .reads = 1,
+     .description = "p = *p over a random single cycle, one pointer per cache line, "
+                    "page groups in random order"},
+    {.family = "chase", .op = "stride", .fn = mb_chase_chase, .reads = 1,
+     .description = "p = *p with a fixed stride (lat_mem_rd style, prefetchable)"},
+    {.family = "loaded", .op = "triad", .fn = mb_loaded_triad, .reads = 2, .writes = 1,
+     .description = "chase while the load threads run a[j] = b[j] + s*c[j]"},
+    {.family = "loaded", .op = "read", .fn = mb_loaded_read, .reads = 1,
+     .description = "chase while the load threads run sum += a[j]"},
 };
 const size_t mb_kernel_count = sizeof mb_kernel_table / sizeof mb_kernel_table[0];
 
@@ -100,6 +124,16 @@ int mb_cpu_supports(const char *feature)
 {
     if (feature == NULL || feature[0] == '\0')
         return 1;
+    /* TEST ONLY: MEMBENCH_TEST_CPU_LACKS=avx512f,avx2 makes this CPU look
+     * as if it lacked those features (the skipped-record path of a variant
+     * whose CPU feature is missing, on a machine that has it). */
+    const char *lacks = getenv("MEMBENCH_TEST_CPU_LACKS");
+    if (lacks) {
+        size_t len = strlen(feature);
+        for (const char *p = lacks; (p = strstr(p, feature)) != NULL; p += len)
+            if ((p == lacks || p[-1] == ',') && (p[len] == '\0' || p[len] == ','))
+                return 0;
+    }
     __builtin_cpu_init();
     MB_FEATURE("sse2")
     MB_FEATURE("sse3")

@@ -114,6 +114,7 @@ typedef struct mb_arrays {
 } mb_arrays_t;
 
 struct mb_kernel;
+struct mb_run_ctx;
 
 /* Outcome of a family's validation. */
 typedef struct mb_validation {
@@ -162,7 +163,99 @@ typedef struct mb_family {
     /* Test only: perturb one element so validation must fail. */
     void (*corrupt)(mb_arrays_t *A);
     const char *description;
+    /* ---- optional: families with their own run loop (latency) ----
+     * run != NULL: after parsing, placement checks, binding the OpenMP team
+     * (thread t on plan[t]) and timer checks, the harness calls run() instead
+     * of its bandwidth loop; run() maps its own memory and reports one
+     * record per call of ctx->emit (see mb_run_ctx_t).  init/validate may
+     * then be NULL. */
+    int (*run)(struct mb_run_ctx *ctx);
+    int min_threads;        /* 0 = no bound; --threads outside -> usage error */
+    int max_threads;        /* (an unset --threads defaults into the bounds) */
+    int pin;                /* 1 = affinity none still pins thread t to the
+                             * t-th allowed CPU (recorded in cpus_bound) */
+    const struct mb_famopt *options; /* family options, {NULL} terminated */
 } mb_family_t;
+
+/* A family option: --NAME INTEGER, range-checked by the harness; its value
+ * reaches run() as ctx->opt[i] (i = index in the family's options). */
+#define MB_MAX_FAMOPTS 12
+typedef struct mb_famopt {
+    const char *name;
+    const char *metavar;
+    long long def, min, max;
+    const char *help;
+} mb_famopt_t;
+
+/* An extra key of a record (after the usual keys). */
+enum { MB_KV_INT, MB_KV_DBL, MB_KV_STR, MB_KV_NULL, MB_KV_BOOL };
+typedef struct mb_kv {
+    const char *key;
+    int type;
+    long long i;
+    double d;
+    const char *s;
+} mb_kv_t;
+
+#define MB_MAX_EXTRAS 24
+struct mb_mapping;  /* placement.h */
+struct mb_policy;
+
+/* One record of a run() family. */
+typedef struct mb_point {
+    const mb_kernel_t *op;
+    size_t size_bytes;      /* recorded as size_bytes */
+    size_t elements;        /* recorded as array_elements */
+    int status;             /* 0 ok, 1 failed, 3 skipped */
+    char reason[512];
+    int valid;              /* 1 / 0; -1 = not validated (null) */
+    double gbps, gbps_mean, gbps_wa; /* NAN = null */
+    long long bytes_per_iter, bytes_per_iter_wa; /* < 0 = null */
+    const double *secs;     /* kept timed chunks (the first one dropped) */
+    int nsecs;
+    const struct mb_mapping *maps; /* memory this record measured: page */
+    int nmaps;                      /* nodes and huge-page fraction */
+    mb_kv_t extra[MB_MAX_EXTRAS];
+    int nextra;
+} mb_point_t;
+
+typedef struct mb_run_ctx {
+    const mb_kernel_t *const *ops;  /* requested ops, in --op order */
+    const int *op_ok;               /* 1 = op can run on this CPU */
+    int nops;
+    int threads;
+    const int *plan;                /* CPU of thread t (bound team) */
+    size_t size_bytes;              /* --size */
+    int pages;                      /* mb_pages_kind_t */
+    const struct mb_policy *policy; /* resolved */
+    int init_parallel;
+    int ntimes;
+    int test_corrupt;
+    const long long *opt;           /* family options (mb_famopt_t order) */
+    long long gran_ns;              /* timer granularity */
+    /* writes one record now; call it outside parallel regions */
+    void (*emit)(struct mb_run_ctx *ctx, const mb_point_t *p);
+    void *harness;                  /* the harness's own state */
+    /* run() returns 0 (ok) or 1/3 (failed/skipped) with reason set; when
+     * it emitted nothing, the harness writes one record per op with it */
+    char reason[512];
+} mb_run_ctx_t;
+
+static inline void mb_point_int(mb_point_t *p, const char *k, long long v)
+{
+    if (p->nextra < MB_MAX_EXTRAS)
+        p->extra[p->nextra++] = (mb_kv_t){.key = k, .type = MB_KV_INT, .i = v};
+}
+static inline void mb_point_dbl(mb_point_t *p, const char *k, double v)
+{
+    if (p->nextra < MB_MAX_EXTRAS)
+        p->extra[p->nextra++] = (mb_kv_t){.key = k, .type = MB_KV_DBL, .d = v};
+}
+static inline void mb_point_null(mb_point_t *p, const char *k)
+{
+    if (p->nextra < MB_MAX_EXTRAS)
+        p->extra[p->nextra++] = (mb_kv_t){.key = k, .type = MB_KV_NULL};
+}
 
 /* The one table (kernel_table.c). */
 extern const mb_kernel_t mb_kernel_table[];
@@ -220,6 +313,49 @@ MB_WEAK void mb_daxpy_validate(const mb_arrays_t *A,
                                const mb_kernel_t *const *seq, size_t nseq,
                                mb_validation_t *out);
 MB_WEAK void mb_daxpy_corrupt(mb_arrays_t *A);
+
+/* ---- family "chase" (chase.c): pointer-chase latency ---- */
+MB_WEAK void mb_chase_chase(mb_arrays_t *A);
+MB_WEAK int mb_chase_run(mb_run_ctx_t *ctx);
+MB_WEAK extern const mb_famopt_t mb_chase_options[];
+/* Chain builders and checks (chase.c; also used by loaded.c and the tests).
+ * Lines are line_bytes apart from base; every line holds one pointer (at
+ * its start) to the next line of the cycle. */
+MB_WEAK void *mb_kern_chase_chase(void *p, size_t loads);
+MB_WEAK size_t mb_chase_line_bytes(void);
+/* Random single cycle over the nl = bytes / line lines at base: pages
+ * (4 KiB) in random order within groups of `group` pages, the groups in
+ * random order; even lines first, then odd lines (see chase.c).  order[nl]
+ * receives the visiting order (line indices).  Returns nl. */
+MB_WEAK size_t mb_chase_build_random(char *base, size_t bytes, size_t line, size_t group,
+                                     unsigned long long seed, unsigned *order);
+/* Fixed stride: element i at base + i*stride points to element i+1 (the
+ * last to the first).  Returns the number of elements. */
+MB_WEAK size_t mb_chase_build_stride(char *base, size_t bytes, size_t stride);
+/* 1 if the pointers at base form exactly the cycle order[0] -> order[1] ->
+ * ... -> order[n-1] -> order[0] and order is a permutation of 0..n-1 (so
+ * the cycle visits every line exactly once); else 0 with a reason. */
+MB_WEAK int mb_chase_verify_order(const char *base, size_t n, size_t line,
+                                  const unsigned *order, char *why, size_t wlen);
+MB_WEAK int mb_chase_verify_stride(const char *base, size_t n, size_t stride,
+                                   char *why, size_t wlen);
+/* Test only: break the cycle (one line points to itself). */
+MB_WEAK void mb_chase_break(char *base, size_t n, size_t line, const unsigned *order);
+/* Loads per timed chunk so that one chunk takes >= chunk_ns (the probe
+ * chases from *start, also the warm-up; *start advances). */
+MB_WEAK size_t mb_chase_calibrate(void **start, double chunk_ns);
+/* ntimes chunks of `loads` dependent loads from *start; secs[k] = seconds
+ * of chunk k; the end pointer goes to *start and a volatile sink. */
+MB_WEAK void mb_chase_time(void **start, size_t loads, int ntimes, double *secs);
+/* calibrate + time; if a kept chunk is shorter than 0.95 x chunk_ns the
+ * chunks are lengthened and timed again (up to 3 times).  Returns loads. */
+MB_WEAK size_t mb_chase_measure(void **start, double chunk_ns, int ntimes, double *secs);
+
+/* ---- family "loaded" (loaded.c): chase under bandwidth load ---- */
+MB_WEAK void mb_loaded_triad(mb_arrays_t *A);
+MB_WEAK void mb_loaded_read(mb_arrays_t *A);
+MB_WEAK int mb_loaded_run(mb_run_ctx_t *ctx);
+MB_WEAK extern const mb_famopt_t mb_loaded_options[];
 
 /* Contiguous share [*lo, *hi) of n elements for thread t of nt, with every
  * boundary a multiple of `unit` elements; the last thread also takes the

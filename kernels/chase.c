@@ -1,0 +1,480 @@
+/*
+ * membench family "chase": dependent-load latency (lmbench lat_mem_rd style).
+ *
+ * Every load's address comes from the previous load (p = *p), so the time
+ * per load is the full latency of wherever the line lives (L1 ... DRAM).
+ *
+ * op random  a single-cycle permutation with one pointer per cache line
+ *            (line size from sysfs coherency_line_size, default 64).  The
+ *            working set is cut into groups of --page-group 4 KiB pages
+ *            (default 16 = 64 KiB); the groups are visited in random order
+ *            and inside a group the lines of its pages in random order, so
+ *            at any time only `group` pages are in use: the TLB reach needed
+ *            is bounded (16 of the 64+ L1 DTLB entries) while the stream and
+ *            next-page prefetchers see no pattern.  The cycle is split in two
+ *            passes, even lines then odd lines (of every 128-byte pair), each
+ *            with its own random group order: the adjacent-line ("buddy")
+ *            prefetcher's pair line is then not used until half a working set
+ *            later, i.e. it is evicted again at DRAM-sized working sets and
+ *            cannot turn half of the misses into cache hits.
+ *            The cycle is verified (a permutation, every pointer to the next
+ *            line of the visiting order: one cycle through every line) before
+ *            anything is timed; an invalid cycle gives a failed record.
+ * op stride  element i at i*stride points to element i+1, the last to the
+ *            first: a fixed forward stride (--stride, default 64), what the
+ *            hardware prefetchers follow; the contrast to random.
+ *
+ * Sweep: working sets from --sweep-from up to and including --size,
+ * --points-per-octave log-spaced points per doubling (rounded down to whole
+ * lines).  Per working set: a calibration run (also the warm-up) sizes a
+ * chunk of dependent loads to take >= --chunk-ms (default 20 ms, far above the
+ * timer granularity); --ntimes chunks are timed back to back, the first is
+ * dropped (if a kept chunk came out shorter than 0.95 x --chunk-ms, the
+ * chunks are lengthened and all of them timed again, up to 3 times);
+ * ns_per_load = best kept chunk / loads, ns_median the median.
+ * The final pointer is stored to a volatile global, so the chase is live.
+ *
+ * The chasing thread is pinned (the harness pins it to the first allowed CPU
+ * under --affinity none) and first-touches the whole mapping itself.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels.h"
+#include "placement.h"
+
+#define CHASE_PAGE 4096
+#define CHASE_MAX_POINTS 4096
+
+/* family options (order = ctx->opt index) */
+enum { OPT_SWEEP_FROM, OPT_PPO, OPT_STRIDE, OPT_GROUP, OPT_SEED, OPT_CHUNK_MS };
+const mb_famopt_t mb_chase_options[] = {
+    {"sweep-from", "BYTES", 4096, 64, 1LL << 50,
+     "smallest working set of the sweep (the largest is --size)"},
+    {"points-per-octave", "N", 2, 1, 64, "log-spaced working sets per doubling"},
+    {"stride", "BYTES", 64, 8, 1LL << 30, "stride of op stride (a multiple of 8)"},
+    {"page-group", "N", 16, 1, 1LL << 20,
+     "op random: 4 KiB pages per group (lines visited in random order inside a "
+     "group, groups in random order)"},
+    {"seed", "N", 20240601, 0, (1LL << 62), "random seed of the permutation (recorded)"},
+    {"chunk-ms", "MS", 20, 1, 10000, "minimum duration of one timed chunk"},
+    {NULL, NULL, 0, 0, 0, NULL},
+};
+
+void *volatile mb_chase_sink;
+
+/* ------------------------------------------------------------ the kernel */
+
+MB_KERNEL_FN void *mb_kern_chase_chase(void *p, size_t loads)
+{
+    void **q = p;
+    size_t blocks = loads / 16, rest = loads % 16;
+    while (blocks--) {
+        q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q;
+        q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q;
+    }
+    while (rest--)
+        q = *q;
+    return q;
+}
+
+/* Table row function: A->n dependent loads from A->v[0]; the end pointer is
+ * written back to A->v[0] and to the volatile sink. */
+void mb_chase_chase(mb_arrays_t *A)
+{
+    A->v[0] = mb_kern_chase_chase(A->v[0], A->n);
+    mb_chase_sink = A->v[0];
+}
+
+/* ----------------------------------------------------------- utilities */
+
+size_t mb_chase_line_bytes(void)
+{
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size", "r");
+    long v = 0;
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = 0;
+        fclose(f);
+    }
+    /* a power of two that can hold a pointer and divides a page */
+    if (v < (long)sizeof(void *) || v > CHASE_PAGE || (v & (v - 1)) != 0)
+        v = 64;
+    return (size_t)v;
+}
+
+static unsigned long long splitmix64(unsigned long long *s)
+{
+    unsigned long long z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* uniform in [0, n) (n > 0), Lemire's multiply-shift, rejection-free enough
+ * for permutations (bias < n / 2^64) */
+static size_t rnd_below(unsigned long long *s, size_t n)
+{
+    return (size_t)(((unsigned __int128)splitmix64(s) * n) >> 64);
+}
+
+static void shuffle(unsigned *a, size_t n, unsigned long long *s)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = rnd_below(s, i);
+        unsigned t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
+}
+
+/* --------------------------------------------------------- the builders */
+
+size_t mb_chase_build_random(char *base, size_t bytes, size_t line, size_t group,
+                             unsigned long long seed, unsigned *order)
+{
+    size_t nl = bytes / line;
+    if (nl == 0)
+        return 0;
+    size_t lpp = CHASE_PAGE / line ? CHASE_PAGE / line : 1; /* lines per page */
+    size_t lpg = lpp * (group ? group : 1);                  /* lines per group */
+    size_t ng = (nl + lpg - 1) / lpg;
+    unsigned *gorder = malloc(sizeof(unsigned) * ng);
+    if (!gorder)
+        return 0;
+    unsigned long long s = seed ^ ((unsigned long long)bytes * 0xD1B54A32D192ED03ULL);
+    size_t k = 0;
+    /* two passes, even lines then odd lines (nl == 1: one line, pass 0) */
+    for (unsigned pass = 0; pass < 2; pass++) {
+        for (size_t g = 0; g < ng; g++)
+            gorder[g] = (unsigned)g;
+        shuffle(gorder, ng, &s);
+        for (size_t gi = 0; gi < ng; gi++) {
+            size_t lo = (size_t)gorder[gi] * lpg, hi = lo + lpg < nl ? lo + lpg : nl;
+            size_t start = k;
+            for (size_t l = lo + pass; l < hi; l += 2)
+                order[k++] = (unsigned)l;
+            shuffle(order + start, k - start, &s);
+        }
+    }
+    free(gorder);
+    for (size_t i = 0; i < nl; i++)
+        *(char **)(base + (size_t)order[i] * line) =
+            base + (size_t)order[i + 1 < nl ? i + 1 : 0] * line;
+    return nl;
+}
+
+size_t mb_chase_build_stride(char *base, size_t bytes, size_t stride)
+{
+    size_t n = bytes / stride;
+    if (n == 0 && bytes >= sizeof(void *))
+        n = 1;
+    for (size_t i = 0; i < n; i++)
+        *(char **)(base + i * stride) = base + (i + 1 < n ? i + 1 : 0) * stride;
+    return n;
+}
+
+int mb_chase_verify_order(const char *base, size_t n, size_t line, const unsigned *order,
+                          char *why, size_t wlen)
+{
+    if (n == 0) {
+        snprintf(why, wlen, "validation failed: empty cycle");
+        return 0;
+    }
+    uint64_t *seen = calloc((n + 63) / 64, sizeof(uint64_t));
+    if (!seen) {
+        snprintf(why, wlen, "validation failed: out of memory for the visited bitmap");
+        return 0;
+    }
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) {
+        size_t l = order[i];
+        if (l >= n || (seen[l / 64] >> (l % 64) & 1)) {
+            snprintf(why, wlen, "validation failed: visiting order is not a permutation "
+                                "(step %zu: line %zu %s)", i, l, l >= n ? "out of range"
+                                                                       : "visited twice");
+            ok = 0;
+        }
+        seen[l / 64] |= 1ULL << (l % 64);
+    }
+    free(seen);
+    for (size_t i = 0; i < n && ok; i++) {
+        const char *want = base + (size_t)order[i + 1 < n ? i + 1 : 0] * line;
+        const char *got = *(char *const *)(base + (size_t)order[i] * line);
+        if (got != want) {
+            long long gl = (got >= base && got < base + n * line) ? (long long)((got - base) / (ptrdiff_t)line) : -1;
+            snprintf(why, wlen, "validation failed: the cycle is broken at step %zu of %zu: "
+                                "line %u points to line %lld, expected %zu", i, n, order[i], gl,
+                     (size_t)order[i + 1 < n ? i + 1 : 0]);
+            ok = 0;
+        }
+    }
+    return ok;
+}
+
+int mb_chase_verify_stride(const char *base, size_t n, size_t stride, char *why, size_t wlen)
+{
+    if (n == 0) {
+        snprintf(why, wlen, "validation failed: empty cycle");
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *want = base + (i + 1 < n ? i + 1 : 0) * stride;
+        if (*(char *const *)(base + i * stride) != want) {
+            snprintf(why, wlen, "validation failed: the stride cycle is broken at element "
+                                "%zu of %zu", i, n);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void mb_chase_break(char *base, size_t n, size_t line, const unsigned *order)
+{
+    if (n == 0)
+        return;
+    size_t l = order ? order[n / 2] : n / 2;
+    char *p = base + l * line;
+    *(char **)p = n > 1 ? p : p + 1; /* a self loop: the cycle ends early */
+}
+
+/* ------------------------------------------------------------ the run */
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Working sets of the sweep: from, from*2^(1/ppo), ... (< size), size. */
+static int sweep_points(size_t from, size_t size, int ppo, size_t line, size_t *out, int max)
+{
+    int n = 0;
+    for (int k = 0; n < max - 1; k++) {
+        double w = (double)from * pow(2.0, (double)k / ppo);
+        size_t ws = (size_t)w / line * line;
+        if (ws >= size)
+            break;
+        if (ws == 0 || (n > 0 && out[n - 1] == ws))
+            continue;
+        out[n++] = ws;
+    }
+    out[n++] = size;
+    return n;
+}
+
+void mb_chase_time(void **start, size_t loads, int ntimes, double *secs)
+{
+    void *p = *start;
+    for (int k = 0; k < ntimes; k++) {
+        long long t0 = now_ns();
+        p = mb_kern_chase_chase(p, loads);
+        long long t1 = now_ns();
+        secs[k] = (double)(t1 - t0) * 1e-9;
+    }
+    mb_chase_sink = p;
+    *start = p;
+}
+
+/* Loads per chunk so a chunk takes >= chunk_ns: grow a probe chase (which is
+ * also the warm-up) until it takes >= 1/10 of that, then scale. */
+size_t mb_chase_calibrate(void **start, double chunk_ns)
+{
+    size_t n = 256;
+    void *p = *start;
+    for (;;) {
+        long long t0 = now_ns();
+        p = mb_kern_chase_chase(p, n);
+        double dt = (double)(now_ns() - t0);
+        if (dt >= chunk_ns / 10 || n >= ((size_t)1 << 40)) {
+            /* the fastest of three probes: a probe slowed by an interrupt
+             * must not make the chunks short */
+            for (int rep = 0; rep < 2; rep++) {
+                t0 = now_ns();
+                p = mb_kern_chase_chase(p, n);
+                double d = (double)(now_ns() - t0);
+                dt = d < dt ? d : dt;
+            }
+            mb_chase_sink = p;
+            *start = p;
+            double loads = ceil((double)n * chunk_ns / (dt > 1 ? dt : 1) * 1.05);
+            return loads < 16 ? 16 : (size_t)loads;
+        }
+        n *= 4;
+    }
+}
+
+size_t mb_chase_measure(void **start, double chunk_ns, int ntimes, double *secs)
+{
+    size_t loads = mb_chase_calibrate(start, chunk_ns);
+    for (int attempt = 0;; attempt++) {
+        mb_chase_time(start, loads, ntimes, secs);
+        double tmin = 1e300;
+        for (int k = 1; k < ntimes; k++)
+            tmin = secs[k] < tmin ? secs[k] : tmin;
+        if (tmin * 1e9 >= 0.95 * chunk_ns || attempt == 3)
+            return loads;
+        /* a chunk came out short (the probe was slowed down): longer chunks */
+        loads = (size_t)ceil((double)loads * chunk_ns / (tmin * 1e9) * 1.1);
+    }
+}
+
+int mb_chase_run(mb_run_ctx_t *ctx)
+{
+    const long long *opt = ctx->opt;
+    size_t line = mb_chase_line_bytes();
+    size_t size = ctx->size_bytes / line * line;
+    size_t from = (size_t)opt[OPT_SWEEP_FROM];
+    size_t stride = (size_t)opt[OPT_STRIDE];
+    int ppo = (int)opt[OPT_PPO];
+    size_t group = (size_t)opt[OPT_GROUP];
+    unsigned long long seed = (unsigned long long)opt[OPT_SEED];
+    double chunk_ns = (double)opt[OPT_CHUNK_MS] * 1e6;
+
+    if (size < line) {
+        fprintf(stderr, "membench chase: --size %zu is below one cache line (%zu bytes)\n",
+                ctx->size_bytes, line);
+        exit(2);
+    }
+    if (from > size && opt[OPT_SWEEP_FROM] == mb_chase_options[OPT_SWEEP_FROM].def)
+        from = size; /* a --size below the default start: one point */
+    if (from > size) {
+        fprintf(stderr, "membench chase: invalid value '%zu' for --sweep-from; allowed: at "
+                        "most --size (%zu)\n", from, ctx->size_bytes);
+        exit(2);
+    }
+    if (stride % sizeof(void *) != 0) {
+        fprintf(stderr, "membench chase: invalid value '%zu' for --stride; allowed: a "
+                        "multiple of %zu bytes\n", stride, sizeof(void *));
+        exit(2);
+    }
+    if (size / line > 0xFFFFFFFFULL) {
+        snprintf(ctx->reason, sizeof ctx->reason, "--size %zu has more than 2^32 lines",
+                 size);
+        return MB_FAILED;
+    }
+
+    static size_t ws[CHASE_MAX_POINTS];
+    int nws = sweep_points(from, size, ppo, line, ws, CHASE_MAX_POINTS);
+
+    /* memory: one mapping of --size, policy before first touch, touched by
+     * the chasing (pinned) thread */
+    mb_mapping_t map;
+    memset(&map, 0, sizeof map);
+    int st = mb_map((mb_pages_kind_t)ctx->pages, size, 1, &map, ctx->reason,
+                    sizeof ctx->reason);
+    if (st == MB_OK)
+        st = mb_policy_apply(map.addr, map.len, ctx->policy, ctx->reason, sizeof ctx->reason);
+    if (st != MB_OK)
+        return st;
+    char *base = map.addr;
+    memset(base, 0, size);
+    unsigned *order = malloc(sizeof(unsigned) * (size / line));
+    double *secs = malloc(sizeof(double) * (size_t)ctx->ntimes);
+    double *sorted = malloc(sizeof(double) * (size_t)ctx->ntimes);
+    if (!order || !secs || !sorted) {
+        free(order), free(secs), free(sorted);
+        mb_unmap(&map);
+        snprintf(ctx->reason, sizeof ctx->reason, "out of memory for the visiting order");
+        return MB_FAILED;
+    }
+
+    for (int i = 0; i < ctx->nops; i++) {
+        if (!ctx->op_ok[i])
+            continue;
+        const mb_kernel_t *k = ctx->ops[i];
+        int random = strcmp(k->op, "random") == 0;
+        for (int w = 0; w < nws; w++) {
+            mb_point_t pt;
+            memset(&pt, 0, sizeof pt);
+            pt.op = k;
+            pt.size_bytes = ws[w];
+            pt.bytes_per_iter = pt.bytes_per_iter_wa = -1;
+            pt.gbps = pt.gbps_mean = pt.gbps_wa = NAN;
+            mb_mapping_t sub = map;
+            sub.used = ws[w];
+            pt.maps = &sub;
+            pt.nmaps = 1;
+
+            size_t n, unit = random ? line : stride;
+            int ok;
+            long long tb = now_ns();
+            if (random) {
+                n = mb_chase_build_random(base, ws[w], line, group, seed, order);
+                if (ctx->test_corrupt)
+                    mb_chase_break(base, n, line, order);
+                ok = mb_chase_verify_order(base, n, line, order, pt.reason, sizeof pt.reason);
+            } else {
+                n = mb_chase_build_stride(base, ws[w], stride);
+                if (ctx->test_corrupt)
+                    mb_chase_break(base, n, stride, NULL);
+                ok = mb_chase_verify_stride(base, n, stride, pt.reason, sizeof pt.reason);
+            }
+            pt.elements = n;
+            pt.valid = ok;
+            double build_s = (double)(now_ns() - tb) * 1e-9;
+            long long tt = now_ns();
+            size_t loads = 0;
+            if (ok) {
+                void *p = base + (random ? (size_t)order[0] * line : 0);
+                loads = mb_chase_measure(&p, chunk_ns, ctx->ntimes, secs);
+                pt.secs = secs + 1;
+                pt.nsecs = ctx->ntimes - 1;
+                memcpy(sorted, secs + 1, sizeof(double) * (size_t)pt.nsecs);
+                qsort(sorted, (size_t)pt.nsecs, sizeof(double), cmp_double);
+                double med = pt.nsecs % 2 ? sorted[pt.nsecs / 2]
+                                          : 0.5 * (sorted[pt.nsecs / 2 - 1] + sorted[pt.nsecs / 2]);
+                mb_point_dbl(&pt, "ns_per_load", sorted[0] / (double)loads * 1e9);
+                mb_point_dbl(&pt, "ns_median", med / (double)loads * 1e9);
+                mb_point_dbl(&pt, "ns_max", sorted[pt.nsecs - 1] / (double)loads * 1e9);
+                mb_point_int(&pt, "loads", (long long)loads);
+                fprintf(stderr, "chase %-6s %12zu bytes: %8.2f ns/load (median %.2f), "
+                                "%zu loads/chunk; build+verify %.3f s, timing %.3f s\n",
+                        k->op, ws[w], sorted[0] / (double)loads * 1e9,
+                        med / (double)loads * 1e9, loads, build_s,
+                        (double)(now_ns() - tt) * 1e-9);
+            } else {
+                pt.status = MB_FAILED;
+                mb_point_null(&pt, "ns_per_load");
+                mb_point_null(&pt, "ns_median");
+                mb_point_null(&pt, "ns_max");
+                mb_point_null(&pt, "loads");
+                fprintf(stderr, "chase %-6s %12zu bytes: %s\n", k->op, ws[w], pt.reason);
+            }
+            mb_point_int(&pt, "working_set_bytes", (long long)ws[w]);
+            mb_point_int(&pt, "cycle_length", (long long)n);
+            mb_point_int(&pt, "line_bytes", (long long)line);
+            if (random) {
+                mb_point_null(&pt, "stride_bytes");
+                mb_point_int(&pt, "page_group", (long long)group);
+                mb_point_int(&pt, "page_group_bytes", (long long)(group * CHASE_PAGE));
+            } else {
+                mb_point_int(&pt, "stride_bytes", (long long)unit);
+                mb_point_null(&pt, "page_group");
+                mb_point_null(&pt, "page_group_bytes");
+            }
+            mb_point_int(&pt, "seed", (long long)seed);
+            mb_point_dbl(&pt, "chunk_ms", chunk_ns / 1e6);
+            mb_point_int(&pt, "sweep_from", (long long)from);
+            mb_point_int(&pt, "points_per_octave", ppo);
+            ctx->emit(ctx, &pt);
+        }
+    }
+    free(order);
+    free(secs);
+    free(sorted);
+    mb_unmap(&map);
+    return MB_OK;
+}

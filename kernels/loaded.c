@@ -1,0 +1,415 @@
+/*
+ * membench family "loaded": loaded latency (the chase under bandwidth load).
+ *
+ * --threads N (>= 2).  Thread 0 runs the random chase of chase.c over a
+ * --size working set (pick it DRAM-sized: >= 4 x LLC).  Threads 1..N-1 are
+ * the load threads: each runs the op's bandwidth kernel over its own private
+ * arrays of --size bytes each (triad: a = b + s*c on three arrays; read:
+ * sum += a on one), in blocks of --delay-every cache lines per array,
+ * spinning --delay iterations of `pause` after every block (the injection
+ * delay; 0 = flat out).  Each thread is pinned (affinity none -> the t-th
+ * allowed CPU) and first-touches its own memory.
+ *
+ * Sequence: the load threads start; when all of them run, the chaser
+ * calibrates its chunk (>= --chunk-ms under load, also the warm-up) and
+ * times --ntimes chunks (the first dropped); the load threads count the
+ * bytes they move between the start and the end of the chaser's
+ * calibration and timed chunks, and stop after it (at the end of the block
+ * they are in).  One record per op: ns_per_load (chaser: best
+ * kept chunk), ns_median, gbps (sum over the load threads of their bytes /
+ * their seconds in that window, STREAM counting: triad 24, read 8 bytes per
+ * element), gbps_wa (triad + one write-allocate read), delay, load_threads.
+ *
+ * Validation: the chase cycle before timing and again after it, and the
+ * load threads' arithmetic (triad: every a[j] written so far == b[j] +
+ * s*c[j], the others untouched; read: the sums of the last whole pass and of
+ * the partial pass are the exact expected sums).
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels.h"
+#include "placement.h"
+
+#define LOADED_SCALAR 3.0
+
+enum { OPT_DELAY, OPT_EVERY, OPT_GROUP, OPT_SEED, OPT_CHUNK_MS };
+const mb_famopt_t mb_loaded_options[] = {
+    {"delay", "D", 0, 0, 1000000000LL,
+     "injection delay: pause iterations the load threads spin after every block "
+     "(0 = flat out)"},
+    {"delay-every", "LINES", 8, 1, 1 << 20, "cache lines per array per block"},
+    {"page-group", "N", 16, 1, 1LL << 20, "4 KiB pages per group of the random chase"},
+    {"seed", "N", 20240601, 0, (1LL << 62), "random seed of the chase permutation"},
+    {"chunk-ms", "MS", 20, 1, 10000, "minimum duration of one timed chase chunk"},
+    {NULL, NULL, 0, 0, 0, NULL},
+};
+
+/* ---------------------------------------------------- the load kernels */
+
+MB_KERNEL_FN void mb_kern_loaded_triad(double *restrict a, const double *restrict b,
+                                       const double *restrict c, double s, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        a[j] = b[j] + s * c[j];
+}
+
+/* eight independent partial sums (exact: small integers) */
+MB_KERNEL_FN double mb_kern_loaded_read(const double *restrict a, size_t n)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        s0 += a[j]; s1 += a[j + 1]; s2 += a[j + 2]; s3 += a[j + 3];
+        s4 += a[j + 4]; s5 += a[j + 5]; s6 += a[j + 6]; s7 += a[j + 7];
+    }
+    for (; j < n; j++)
+        s0 += a[j];
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
+}
+
+/* table rows: one pass over A->n elements */
+void mb_loaded_triad(mb_arrays_t *A)
+{
+    mb_kern_loaded_triad(A->v[0], A->v[1], A->v[2], LOADED_SCALAR, A->n);
+}
+
+void mb_loaded_read(mb_arrays_t *A)
+{
+    A->scalar = mb_kern_loaded_read(A->v[0], A->n);
+}
+
+static inline void spin(long long d)
+{
+    for (long long i = 0; i < d; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#else
+        __asm__ __volatile__("" ::: "memory");
+#endif
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* per load thread */
+typedef struct loader {
+    mb_mapping_t maps[3];
+    double *v[3];
+    double bytes_window;   /* bytes moved while the chaser was timed */
+    double secs_window;
+    long long passes;      /* whole passes completed */
+    double last_sum;       /* read: sum of the last whole pass */
+    size_t pos;            /* elements done in the pass it stopped in */
+    double part_sum;       /* read: sum of those */
+    char pad[64];
+} loader_t;
+
+enum { PH_START = 0, PH_WARM, PH_TIMED, PH_STOP };
+
+static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_map,
+                  unsigned *order, size_t nl, size_t line, double *secs, double *sorted)
+{
+    const long long *opt = ctx->opt;
+    int nt = ctx->threads, nload = nt - 1;
+    int triad = strcmp(k->op, "triad") == 0;
+    int narr = triad ? 3 : 1;
+    size_t n = ctx->size_bytes / sizeof(double);
+    size_t block = (size_t)opt[OPT_EVERY] * line / sizeof(double);
+    long long delay = opt[OPT_DELAY];
+    double elem_bytes = (double)(narr * sizeof(double));
+    char *base = chase_map->addr;
+
+    mb_point_t pt;
+    memset(&pt, 0, sizeof pt);
+    pt.op = k;
+    pt.size_bytes = ctx->size_bytes;
+    pt.elements = nl;
+    pt.bytes_per_iter = pt.bytes_per_iter_wa = -1;
+    pt.gbps = pt.gbps_mean = pt.gbps_wa = NAN;
+
+    /* chase: build and verify before anything is timed */
+    mb_chase_build_random(base, nl * line, line, (size_t)opt[OPT_GROUP],
+                          (unsigned long long)opt[OPT_SEED], order);
+    int ok = mb_chase_verify_order(base, nl, line, order, pt.reason, sizeof pt.reason);
+
+    loader_t *L = calloc((size_t)nload, sizeof *L);
+    mb_mapping_t *allmaps = calloc((size_t)(1 + 3 * nload), sizeof *allmaps);
+    if (!L || !allmaps) {
+        free(L), free(allmaps);
+        snprintf(ctx->reason, sizeof ctx->reason, "out of memory");
+        return MB_FAILED;
+    }
+    int nmaps = 0;
+    allmaps[nmaps++] = *chase_map;
+    int st = MB_OK;
+    char why[512] = "";
+    for (int l = 0; l < nload && st == MB_OK && ok; l++)
+        for (int a = 0; a < narr && st == MB_OK; a++) {
+            st = mb_map((mb_pages_kind_t)ctx->pages, ctx->size_bytes, 1 + narr * nload,
+                        &L[l].maps[a], why, sizeof why);
+            if (st == MB_OK)
+                st = mb_policy_apply(L[l].maps[a].addr, L[l].maps[a].len, ctx->policy, why,
+                                     sizeof why);
+            L[l].v[a] = L[l].maps[a].addr;
+            if (st == MB_OK)
+                allmaps[nmaps++] = L[l].maps[a];
+        }
+
+    size_t loads = 0;
+    double t_min = 0, t_med = 0;
+    if (ok && st == MB_OK) {
+        int phase = PH_START; /* written by the chaser, read by the loaders */
+        int ready = 0;
+        double chase_t0 = 0, chase_t1 = 0;
+#pragma omp parallel num_threads(nt)
+        {
+            int t = omp_get_thread_num();
+            if (t == 0) {
+                int r;
+                do {
+#pragma omp atomic read
+                    r = ready;
+                } while (r < nload);
+                __atomic_store_n(&phase, PH_WARM, __ATOMIC_RELEASE);
+                void *p = base + (size_t)order[0] * line;
+                chase_t0 = now_s();
+                __atomic_store_n(&phase, PH_TIMED, __ATOMIC_RELEASE);
+                loads = mb_chase_measure(&p, (double)opt[OPT_CHUNK_MS] * 1e6, ctx->ntimes,
+                                         secs);
+                __atomic_store_n(&phase, PH_STOP, __ATOMIC_RELEASE);
+                chase_t1 = now_s();
+            } else if (t <= nload) {
+                loader_t *me = &L[t - 1];
+                /* first touch by the owner: a = 0, b = 1 + j%8, c = 2 (triad);
+                 * a = 1 + j%8 (read) */
+                for (size_t j = 0; j < n; j++) {
+                    double v = (double)(1 + j % 8);
+                    if (triad) {
+                        me->v[0][j] = 0.0;
+                        me->v[1][j] = v;
+                        me->v[2][j] = 2.0;
+                    } else
+                        me->v[0][j] = v;
+                }
+#pragma omp atomic update
+                ready++;
+                double bytes = 0, b0 = 0, t0 = 0;
+                int seen_timed = 0;
+                size_t j = 0;
+                double sum = 0;
+                while (me->secs_window == 0) {
+                    size_t len = j + block < n ? block : n - j;
+                    if (triad)
+                        mb_kern_loaded_triad(me->v[0] + j, me->v[1] + j, me->v[2] + j,
+                                             LOADED_SCALAR, len);
+                    else
+                        sum += mb_kern_loaded_read(me->v[0] + j, len);
+                    bytes += (double)len * elem_bytes;
+                    j += len;
+                    if (j == n) {
+                        me->passes++;
+                        me->last_sum = sum;
+                        sum = 0;
+                        j = 0;
+                    }
+                    spin(delay);
+                    int ph = __atomic_load_n(&phase, __ATOMIC_ACQUIRE);
+                    if (ph >= PH_TIMED && !seen_timed) {
+                        seen_timed = 1;
+                        b0 = bytes;
+                        t0 = now_s();
+                    }
+                    if (ph == PH_STOP && seen_timed) {
+                        double dt = now_s() - t0;
+                        me->secs_window = dt > 0 ? dt : 1e-9;
+                        me->bytes_window = bytes - b0;
+                    }
+                }
+                me->pos = j;
+                me->part_sum = sum;
+            }
+        }
+        double window = chase_t1 - chase_t0;
+
+        /* validation after the run: the cycle again, the load arithmetic */
+        if (ctx->test_corrupt) {
+            mb_chase_break(base, nl, line, order);
+            if (triad)
+                L[0].v[0][0] += 1.0;
+            else
+                L[0].part_sum += 1.0;
+        }
+        ok = mb_chase_verify_order(base, nl, line, order, pt.reason, sizeof pt.reason);
+        char lwhy[256] = "";
+        int lok = 1;
+        for (int l = 0; l < nload && lok; l++) {
+            /* elements written so far: all after a whole pass, else those
+             * of the first pass; the others must still be untouched (0) */
+            size_t done = L[l].passes > 0 ? n : L[l].pos;
+            double prefix = 0, want_sum = 0;
+            for (size_t j = 0; j < n && lok; j++) {
+                double v = (double)(1 + j % 8);
+                if (j < L[l].pos)
+                    prefix += v;
+                want_sum += v;
+                if (!triad)
+                    continue;
+                double want = j < done ? v + LOADED_SCALAR * 2.0 : 0.0;
+                if (L[l].v[0][j] != want || L[l].v[1][j] != v || L[l].v[2][j] != 2.0) {
+                    snprintf(lwhy, sizeof lwhy, "load thread %d: a[%zu] = %.17g, "
+                             "expected %.17g", l + 1, j, L[l].v[0][j], want);
+                    lok = 0;
+                }
+            }
+            if (!triad && ((L[l].passes > 0 && L[l].last_sum != want_sum) ||
+                           L[l].part_sum != prefix)) {
+                snprintf(lwhy, sizeof lwhy, "load thread %d: sum %.17g (%lld whole passes), "
+                         "partial sum %.17g over %zu elements, expected %.17g and %.17g",
+                         l + 1, L[l].last_sum, L[l].passes, L[l].part_sum, L[l].pos,
+                         want_sum, prefix);
+                lok = 0;
+            }
+        }
+        if (!lok) {
+            size_t len = strlen(pt.reason);
+            if (ok)
+                snprintf(pt.reason, sizeof pt.reason, "validation failed: %s", lwhy);
+            else
+                snprintf(pt.reason + len, sizeof pt.reason - len, "; %s", lwhy);
+        }
+        ok = ok && lok;
+
+        int nkeep = ctx->ntimes - 1;
+        memcpy(sorted, secs + 1, sizeof(double) * (size_t)nkeep);
+        qsort(sorted, (size_t)nkeep, sizeof(double), cmp_double);
+        t_min = sorted[0];
+        t_med = nkeep % 2 ? sorted[nkeep / 2] : 0.5 * (sorted[nkeep / 2 - 1] + sorted[nkeep / 2]);
+        double gbps = 0;
+        long long minpasses = -1;
+        for (int l = 0; l < nload; l++) {
+            if (L[l].secs_window > 0)
+                gbps += L[l].bytes_window / L[l].secs_window / 1e9;
+            if (minpasses < 0 || L[l].passes < minpasses)
+                minpasses = L[l].passes;
+        }
+        pt.gbps = pt.gbps_mean = gbps;
+        pt.gbps_wa = triad ? gbps * 4.0 / 3.0 : gbps;
+        pt.bytes_per_iter = (long long)((double)n * elem_bytes);
+        pt.bytes_per_iter_wa = triad ? pt.bytes_per_iter * 4 / 3 : pt.bytes_per_iter;
+        pt.secs = secs + 1;
+        pt.nsecs = nkeep;
+        pt.valid = ok;
+        pt.status = ok ? MB_OK : MB_FAILED;
+        mb_point_dbl(&pt, "ns_per_load", ok ? t_min / (double)loads * 1e9 : NAN);
+        mb_point_dbl(&pt, "ns_median", ok ? t_med / (double)loads * 1e9 : NAN);
+        mb_point_dbl(&pt, "ns_max", ok ? sorted[nkeep - 1] / (double)loads * 1e9 : NAN);
+        mb_point_int(&pt, "loads", (long long)loads);
+        mb_point_int(&pt, "loader_passes_min", minpasses);
+        mb_point_dbl(&pt, "window_seconds", window);
+        fprintf(stderr, "loaded %-5s delay %lld: chase %.2f ns/load (median %.2f) while %d "
+                        "load threads move %.2f GB/s%s%s\n", k->op, delay,
+                t_min / (double)loads * 1e9, t_med / (double)loads * 1e9, nload, gbps,
+                ok ? "" : "; ", ok ? "" : pt.reason);
+    } else {
+        pt.status = st != MB_OK ? st : MB_FAILED;
+        pt.valid = st != MB_OK ? -1 : 0;
+        if (st != MB_OK)
+            snprintf(pt.reason, sizeof pt.reason, "%s", why);
+        mb_point_null(&pt, "ns_per_load");
+        mb_point_null(&pt, "ns_median");
+        mb_point_null(&pt, "ns_max");
+        mb_point_null(&pt, "loads");
+        mb_point_null(&pt, "loader_passes_min");
+        mb_point_null(&pt, "window_seconds");
+        fprintf(stderr, "loaded %-5s: %s\n", k->op, pt.reason);
+    }
+    mb_point_int(&pt, "working_set_bytes", (long long)(nl * line));
+    mb_point_int(&pt, "cycle_length", (long long)nl);
+    mb_point_int(&pt, "line_bytes", (long long)line);
+    mb_point_int(&pt, "page_group", opt[OPT_GROUP]);
+    mb_point_int(&pt, "seed", opt[OPT_SEED]);
+    mb_point_dbl(&pt, "chunk_ms", (double)opt[OPT_CHUNK_MS]);
+    mb_point_int(&pt, "delay", delay);
+    mb_point_int(&pt, "delay_every_lines", opt[OPT_EVERY]);
+    mb_point_int(&pt, "load_threads", nload);
+    mb_point_int(&pt, "loader_array_bytes", (long long)(n * sizeof(double)));
+    mb_point_int(&pt, "loader_arrays", narr);
+    pt.maps = allmaps;
+    pt.nmaps = nmaps;
+    ctx->emit(ctx, &pt);
+
+    for (int l = 0; l < nload; l++)
+        for (int a = 0; a < 3; a++)
+            mb_unmap(&L[l].maps[a]);
+    free(L);
+    free(allmaps);
+    return MB_OK;
+}
+
+int mb_loaded_run(mb_run_ctx_t *ctx)
+{
+    size_t line = mb_chase_line_bytes();
+    size_t size = ctx->size_bytes / line * line;
+    if (size < line || ctx->size_bytes < (size_t)ctx->opt[OPT_EVERY] * line) {
+        fprintf(stderr, "membench loaded: --size %zu is below one block (%lld lines of %zu "
+                        "bytes)\n", ctx->size_bytes, ctx->opt[OPT_EVERY], line);
+        exit(2);
+    }
+    if (size / line > 0xFFFFFFFFULL) {
+        snprintf(ctx->reason, sizeof ctx->reason, "--size %zu has more than 2^32 lines", size);
+        return MB_FAILED;
+    }
+    int maxarr = 1;
+    for (int i = 0; i < ctx->nops; i++)
+        if (ctx->op_ok[i] && strcmp(ctx->ops[i]->op, "triad") == 0)
+            maxarr = 3;
+    int st = mb_pages_check((mb_pages_kind_t)ctx->pages, size,
+                            1 + maxarr * (ctx->threads - 1), ctx->reason, sizeof ctx->reason);
+    if (st != MB_OK)
+        return st;
+
+    /* the chase memory: mapped and first-touched by thread 0 (the caller) */
+    mb_mapping_t map;
+    memset(&map, 0, sizeof map);
+    st = mb_map((mb_pages_kind_t)ctx->pages, size, 1, &map, ctx->reason, sizeof ctx->reason);
+    if (st == MB_OK)
+        st = mb_policy_apply(map.addr, map.len, ctx->policy, ctx->reason, sizeof ctx->reason);
+    if (st != MB_OK)
+        return st;
+    memset(map.addr, 0, size);
+    size_t nl = size / line;
+    unsigned *order = malloc(sizeof(unsigned) * nl);
+    double *secs = malloc(sizeof(double) * (size_t)ctx->ntimes);
+    double *sorted = malloc(sizeof(double) * (size_t)ctx->ntimes);
+    if (!order || !secs || !sorted) {
+        free(order), free(secs), free(sorted);
+        mb_unmap(&map);
+        snprintf(ctx->reason, sizeof ctx->reason, "out of memory");
+        return MB_FAILED;
+    }
+    for (int i = 0; i < ctx->nops && st == MB_OK; i++)
+        if (ctx->op_ok[i])
+            st = one_op(ctx, ctx->ops[i], &map, order, nl, line, secs, sorted);
+    free(order);
+    free(secs);
+    free(sorted);
+    mb_unmap(&map);
+    return st;
+}

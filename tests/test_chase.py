@@ -1,0 +1,317 @@
+"""Tests of the latency families (kernels/chase.c, kernels/loaded.c).
+
+The binaries are built once per module with the pipeline's build command
+(membench.variants.compile_argv).  The permutation itself is checked by a C
+unit test compiled here against kernels/chase.c: it walks the chain pointer by
+pointer, independently of the harness's own verification.  Working sets are
+tiny except the DRAM-sized ones (512 MiB: > 4 x the 105 MiB L3 here, and
+THP pages for the loaded runs so the first touch is quick).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from membench import variants
+from membench.records import contract_problems
+
+REPO = Path(__file__).resolve().parents[1]
+KERNELS = REPO / "kernels"
+TABLE = variants.load_variants(KERNELS / "variants.yaml")
+ALLOWED = sorted(os.sched_getaffinity(0))
+MIB = 1 << 20
+DRAM = 512 * MIB
+FAST = ["--ntimes", "3", "--chunk-ms", "2"]
+
+
+@pytest.fixture(scope="module")
+def bins(tmp_path_factory):
+    out = tmp_path_factory.mktemp("latency")
+    built = {}
+    for family in ("chase", "loaded"):
+        binary = out / f"{family}-default"
+        argv = variants.compile_argv(TABLE, family, "default", KERNELS, binary)
+        proc = subprocess.run(argv, capture_output=True, text=True)
+        assert proc.returncode == 0 and proc.stderr == "", f"{family}:\n{proc.stderr}"
+        built[family] = binary
+    return built
+
+
+def run(binary, *args, timeout=120):
+    proc = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=timeout)
+    return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr
+
+
+# ------------------------------------------------- the permutation (C level)
+
+UNIT_TEST = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kernels.h"
+
+static int fail(const char *what, size_t bytes, size_t line, size_t group)
+{
+    printf("FAIL %s (bytes %zu, line %zu, group %zu)\n", what, bytes, line, group);
+    return 1;
+}
+
+/* Walk the random chain pointer by pointer: one cycle, every line once,
+ * groups of pages, even lines before odd lines, no sequential pattern. */
+static int check_random(size_t bytes, size_t line, size_t group)
+{
+    size_t nl = bytes / line;
+    char *base = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+    unsigned *order = malloc(sizeof(unsigned) * nl);
+    unsigned char *seen = calloc(nl, 1);
+    memset(base, 0, bytes);
+    if (mb_chase_build_random(base, bytes, line, group, 12345, order) != nl)
+        return fail("line count", bytes, line, group);
+    char why[512];
+    if (!mb_chase_verify_order(base, nl, line, order, why, sizeof why))
+        return fail(why, bytes, line, group);
+    char *p = base + (size_t)order[0] * line, *start = p;
+    size_t steps = 0, adjacent = 0, group_changes = 0, parity_flips = 0;
+    size_t lpg = 4096 / line * group, prev_group = (size_t)-1, prev_parity = 0;
+    do {
+        if (p < base || p >= base + nl * line || (size_t)(p - base) % line)
+            return fail("pointer outside the lines", bytes, line, group);
+        size_t l = (size_t)(p - base) / line;
+        if (seen[l]++)
+            return fail("line visited twice before the cycle closed", bytes, line, group);
+        if (l / lpg != prev_group)
+            group_changes++;
+        if (steps && (l & 1) != prev_parity)
+            parity_flips++;
+        prev_group = l / lpg;
+        prev_parity = l & 1;
+        char *next = *(char **)p;
+        if (next == p + line)
+            adjacent++;
+        p = next;
+        steps++;
+    } while (p != start && steps <= nl);
+    if (steps != nl)
+        return fail("cycle length is not the number of lines", bytes, line, group);
+    for (size_t l = 0; l < nl; l++)
+        if (seen[l] != 1)
+            return fail("a line is not visited", bytes, line, group);
+    size_t ngroups = (nl + lpg - 1) / lpg;
+    if (group_changes > 2 * ngroups)  /* each group once per pass */
+        return fail("pages are not visited group by group", bytes, line, group);
+    if (nl > 1 && parity_flips != 1)  /* even lines, then odd lines */
+        return fail("even and odd lines are interleaved", bytes, line, group);
+    if (nl >= 4096 && adjacent * 50 > nl)
+        return fail("too many sequential steps", bytes, line, group);
+    /* a broken cycle must fail the verification */
+    mb_chase_break(base, nl, line, order);
+    if (nl > 1 && mb_chase_verify_order(base, nl, line, order, why, sizeof why))
+        return fail("a broken cycle verifies", bytes, line, group);
+    free(base), free(order), free(seen);
+    return 0;
+}
+
+static int check_stride(size_t bytes, size_t stride)
+{
+    char *base = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+    size_t n = mb_chase_build_stride(base, bytes, stride);
+    char why[512];
+    if (n != (bytes / stride ? bytes / stride : 1) ||
+        !mb_chase_verify_stride(base, n, stride, why, sizeof why))
+        return fail("stride build", bytes, stride, 0);
+    char *p = base;
+    for (size_t i = 0; i < n; i++) {
+        char *next = *(char **)p;
+        if (next != (i + 1 < n ? p + stride : base))
+            return fail("stride step", bytes, stride, 0);
+        p = next;
+    }
+    mb_chase_break(base, n, stride, NULL);
+    if (n > 1 && mb_chase_verify_stride(base, n, stride, why, sizeof why))
+        return fail("a broken stride cycle verifies", bytes, stride, 0);
+    free(base);
+    return 0;
+}
+
+int main(void)
+{
+    static const size_t sizes[] = {64, 128, 4096, 5760, 65536, 200000, 1 << 22, (1 << 22) + 4032};
+    static const size_t lines[] = {64, 128};
+    static const size_t groups[] = {1, 3, 16};
+    int bad = 0;
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (size_t l = 0; l < 2; l++)
+            for (size_t g = 0; g < 3; g++)
+                if (sizes[s] >= lines[l])
+                    bad |= check_random(sizes[s] / lines[l] * lines[l], lines[l], groups[g]);
+    bad |= check_stride(4096, 64) | check_stride(100000, 256) | check_stride(64, 4096);
+    /* the chase kernel follows the chain and ends where it should */
+    char *base = aligned_alloc(4096, 8192);
+    size_t n = mb_chase_build_stride(base, 8192, 64);
+    if (mb_kern_chase_chase(base, 3 * n + 5) != base + 5 * 64)
+        bad |= fail("chase kernel end pointer", 8192, 64, 0);
+    if (!bad)
+        printf("OK\n");
+    return bad;
+}
+"""
+
+
+def test_permutation_is_one_cycle_over_every_line(tmp_path):
+    src = tmp_path / "unit.c"
+    src.write_text(UNIT_TEST)
+    exe = tmp_path / "unit"
+    cc = subprocess.run(["gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", f"-I{KERNELS}",
+                         str(src), str(KERNELS / "chase.c"), str(KERNELS / "placement.c"),
+                         "-lm", "-o", str(exe)], capture_output=True, text=True)
+    assert cc.returncode == 0 and cc.stderr == "", cc.stderr
+    proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "OK", proc.stdout
+
+
+# --------------------------------------------------------------- the chase
+
+def test_records_follow_the_contract(bins):
+    rc, recs, err = run(bins["chase"], "--size", str(64 * 1024), "--repeat", "2",
+                        "--system", "testbox", *FAST)
+    assert rc == 0, err
+    ops = [r["op"] for r in recs]
+    sweep = [r["working_set_bytes"] for r in recs if r["op"] == "random"]
+    # log-spaced, two points per octave, from 4 KiB up to and including --size
+    assert ops == ["random"] * len(sweep) + ["stride"] * len(sweep)
+    assert sweep[0] == 4096 and sweep[-1] == 64 * 1024 and len(sweep) == 9
+    assert all(1.35 < b / a < 1.48 for a, b in zip(sweep, sweep[1:]))
+    for r in recs:
+        assert contract_problems(r) == [], contract_problems(r)
+        assert r["kernel"] == "chase" and r["variant"] == "default" and r["repeat"] == 2
+        assert r["status"] == "ok" and r["valid"] is True and r["reason"] is None
+        assert r["threads"] == 1 and r["gbps"] is None
+        assert r["size_bytes"] == r["working_set_bytes"]
+        assert r["ns_per_load"] > 0 and r["ns_median"] >= r["ns_per_load"]
+        assert r["loads"] > 0 and len(r["seconds"]) == 2
+        assert min(r["seconds"]) >= 0.002 * 0.9  # chunks of >= --chunk-ms
+        assert r["line_bytes"] in (64, 128) and r["seed"] == 20240601
+        # affinity none still pins the chaser: the first allowed CPU
+        assert r["affinity"] == "none" and r["cpus_bound"] == [ALLOWED[0]]
+        assert r["cpus"] == [ALLOWED[0]]
+        if r["op"] == "random":
+            assert r["page_group"] == 16 and r["stride_bytes"] is None
+            assert r["cycle_length"] == r["working_set_bytes"] // r["line_bytes"]
+        else:
+            assert r["stride_bytes"] == 64 and r["page_group"] is None
+            assert r["cycle_length"] == r["working_set_bytes"] // 64
+
+
+def test_options_are_recorded(bins):
+    cpu = ALLOWED[-1]
+    rc, recs, err = run(bins["chase"], "--size", "32768", "--sweep-from", "32768", "--stride",
+                        "128", "--page-group", "4", "--seed", "7", "--affinity", f"cpus:{cpu}",
+                        *FAST)
+    assert rc == 0, err
+    assert [(r["op"], r["working_set_bytes"]) for r in recs] == [("random", 32768),
+                                                                  ("stride", 32768)]
+    assert recs[0]["page_group"] == 4 and recs[1]["stride_bytes"] == 128
+    assert recs[1]["cycle_length"] == 32768 // 128
+    assert all(r["seed"] == 7 and r["cpus"] == [cpu] for r in recs)
+
+
+@pytest.fixture(scope="module")
+def dram_and_l1(bins):
+    """Random and stride at a DRAM-sized working set, random at 16 KiB."""
+    rc, big, err = run(bins["chase"], "--op", "random,stride", "--size", str(DRAM),
+                       "--sweep-from", str(DRAM), "--ntimes", "4")
+    assert rc == 0, err
+    rc, small, err = run(bins["chase"], "--op", "random", "--size", "16384",
+                         "--sweep-from", "16384", "--ntimes", "4")
+    assert rc == 0, err
+    return {r["op"]: r for r in big}, small[0]
+
+
+def test_l1_is_far_faster_than_dram(dram_and_l1):
+    big, small = dram_and_l1
+    assert big["random"]["ns_per_load"] >= 5 * small["ns_per_load"], \
+        (big["random"]["ns_per_load"], small["ns_per_load"])
+
+
+def test_random_is_not_faster_than_stride_at_dram_sizes(dram_and_l1):
+    big, _ = dram_and_l1
+    assert big["random"]["ns_median"] >= big["stride"]["ns_median"], \
+        (big["random"]["ns_median"], big["stride"]["ns_median"])
+
+
+def test_corrupt_cycle_fails(bins):
+    rc, recs, err = run(bins["chase"], "--size", "16384", "--test-corrupt", *FAST)
+    assert rc == 1, err
+    assert recs and all(r["status"] == "failed" and r["valid"] is False for r in recs)
+    assert all("validation failed" in r["reason"] and r["ns_per_load"] is None for r in recs)
+    assert all(contract_problems(r) == [] for r in recs)
+
+
+@pytest.mark.parametrize("args", [
+    ["--threads", "2"], ["--sweep-from", "1048576"], ["--stride", "12"],
+    ["--points-per-octave", "0"], ["--page-group", "x"],
+])
+def test_usage_errors(bins, args):
+    rc, recs, err = run(bins["chase"], "--size", "65536", *args)
+    assert rc == 2 and recs == []
+    assert args[0] in err
+
+
+# -------------------------------------------------------------- loaded
+
+def test_loaded_gives_latency_and_bandwidth(bins):
+    rc, recs, err = run(bins["loaded"], "--threads", "2", "--op", "triad", "--size",
+                        str(32 * MIB), *FAST)
+    assert rc == 0, err
+    assert len(recs) == 1
+    r = recs[0]
+    assert contract_problems(r) == [], contract_problems(r)
+    assert r["kernel"] == "loaded" and r["op"] == "triad" and r["status"] == "ok"
+    assert r["valid"] is True and r["threads"] == 2 and r["load_threads"] == 1
+    assert r["ns_per_load"] > 0 and r["gbps"] > 0 and r["gbps_wa"] > r["gbps"]
+    assert r["delay"] == 0 and r["working_set_bytes"] == 32 * MIB
+    assert r["cpus_bound"] == ALLOWED[:2] and r["window_seconds"] > 0
+
+
+def test_loaded_read_and_corruption(bins):
+    rc, recs, err = run(bins["loaded"], "--threads", "2", "--op", "read", "--size",
+                        str(8 * MIB), *FAST)
+    assert rc == 0 and recs[0]["valid"] is True and recs[0]["gbps"] > 0, err
+    rc, recs, err = run(bins["loaded"], "--threads", "2", "--op", "triad,read", "--size",
+                        str(8 * MIB), "--test-corrupt", *FAST)
+    assert rc == 1, err
+    assert [r["op"] for r in recs] == ["triad", "read"]
+    assert all(r["status"] == "failed" and r["valid"] is False for r in recs)
+    assert all("cycle is broken" in r["reason"] and "load thread 1" in r["reason"]
+               for r in recs)
+
+
+def test_loaded_needs_two_threads(bins):
+    rc, recs, err = run(bins["loaded"], "--threads", "1", "--size", str(MIB))
+    assert rc == 2 and recs == [] and "--threads" in err
+
+
+def test_loaded_latency_is_not_below_idle(bins):
+    """Flat-out load threads (delay 0) against nearly idle ones (a large
+    delay), three interleaved runs each.  Noise on this shared host only adds
+    time, so the lowest median of each condition is compared, with 10 %
+    slack."""
+    def one(delay):
+        rc, recs, err = run(bins["loaded"], "--threads", "2", "--op", "triad", "--size",
+                            str(DRAM // 2), "--pages", "thp", "--delay", str(delay),
+                            "--ntimes", "4")
+        assert rc == 0, err
+        return recs[0]
+
+    loaded, idle = [], []
+    for _ in range(3):
+        loaded.append(one(0))
+        idle.append(one(20000))
+    low = lambda rs, k: min(r[k] for r in rs)  # noqa: E731
+    assert low(loaded, "gbps") > 10 * max(r["gbps"] for r in idle)
+    assert low(loaded, "ns_median") >= 0.9 * low(idle, "ns_median"), \
+        ([r["ns_median"] for r in loaded], [r["ns_median"] for r in idle])
