@@ -23,6 +23,8 @@ test-deps:
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v qemu-system-x86_64 >/dev/null || missing="$$missing qemu-system-x86"; \
 	dpkg-query -W -f='$${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing="$$missing busybox-static"; \
+	for tool in slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client munged:munge; do \
+	  command -v $${tool%%:*} >/dev/null || missing="$$missing $${tool#*:}"; done; \
 	[ -z "$$missing" ] || { apt-get update && apt-get install -y --no-install-recommends $$missing; }
 
 $(STAMP): requirements.txt requirements-dev.txt requirements.lock
