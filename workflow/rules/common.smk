@@ -91,6 +91,15 @@ def report_figures():
     ]
 
 
+# On a cluster (profiles/slurm) the light end of the pipeline runs in the
+# submitting Snakemake: seconds of work each, not four queue waits in a row.
+localrules:
+    collect_runs,
+    analyse_measurements,
+    plot_figure,
+    render_report,
+
+
 def slurm_setting(key):
     """The SLURM setting `key` (partition, constraint, account) of the job's
     system from the config's `systems:` map, or None (the cluster's default).
