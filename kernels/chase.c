@@ -29,8 +29,8 @@
  * lines).  Per working set: a calibration run (also the warm-up) sizes a
  * chunk of dependent loads to take >= --chunk-ms (default 20 ms, far above the
  * timer granularity); --ntimes chunks are timed back to back, the first is
- * dropped (if a kept chunk came out shorter than 0.95 x --chunk-ms, the
- * chunks are lengthened and all of them timed again, up to 3 times);
+ * dropped (if a kept chunk came out shorter than 0.75 x --chunk-ms, the
+ * chunks are lengthened and all of them timed once more);
  * ns_per_load = best kept chunk / loads, ns_median the median.
  * The final pointer is stored to a volatile global, so the chase is live.
  *
@@ -289,7 +289,7 @@ void mb_chase_time(void **start, size_t loads, int ntimes, double *secs)
 }
 
 /* Loads per chunk so a chunk takes >= chunk_ns: grow a probe chase (which is
- * also the warm-up) until it takes >= 1/10 of that, then scale. */
+ * also the warm-up) until it takes >= 1/8 of that, then scale (+5 %). */
 size_t mb_chase_calibrate(void **start, double chunk_ns)
 {
     size_t n = 256;
@@ -298,10 +298,10 @@ size_t mb_chase_calibrate(void **start, double chunk_ns)
         long long t0 = now_ns();
         p = mb_kern_chase_chase(p, n);
         double dt = (double)(now_ns() - t0);
-        if (dt >= chunk_ns / 10 || n >= ((size_t)1 << 40)) {
-            /* the fastest of three probes: a probe slowed by an interrupt
+        if (dt >= chunk_ns / 8 || n >= ((size_t)1 << 40)) {
+            /* the faster of two probes: a probe slowed by an interrupt
              * must not make the chunks short */
-            for (int rep = 0; rep < 2; rep++) {
+            for (int rep = 0; rep < 1; rep++) {
                 t0 = now_ns();
                 p = mb_kern_chase_chase(p, n);
                 double d = (double)(now_ns() - t0);
@@ -324,7 +324,7 @@ size_t mb_chase_measure(void **start, double chunk_ns, int ntimes, double *secs)
         double tmin = 1e300;
         for (int k = 1; k < ntimes; k++)
             tmin = secs[k] < tmin ? secs[k] : tmin;
-        if (tmin * 1e9 >= 0.95 * chunk_ns || attempt == 3)
+        if (tmin * 1e9 >= 0.75 * chunk_ns || attempt == 1)
             return loads;
         /* a chunk came out short (the probe was slowed down): longer chunks */
         loads = (size_t)ceil((double)loads * chunk_ns / (tmin * 1e9) * 1.1);

@@ -347,8 +347,8 @@ MB_WEAK size_t mb_chase_calibrate(void **start, double chunk_ns);
 /* ntimes chunks of `loads` dependent loads from *start; secs[k] = seconds
  * of chunk k; the end pointer goes to *start and a volatile sink. */
 MB_WEAK void mb_chase_time(void **start, size_t loads, int ntimes, double *secs);
-/* calibrate + time; if a kept chunk is shorter than 0.95 x chunk_ns the
- * chunks are lengthened and timed again (up to 3 times).  Returns loads. */
+/* calibrate + time; if a kept chunk is shorter than 0.75 x chunk_ns the
+ * chunks are lengthened and timed once more.  Returns loads. */
 MB_WEAK size_t mb_chase_measure(void **start, double chunk_ns, int ntimes, double *secs);
 
 /* ---- family "loaded" (loaded.c): chase under bandwidth load ---- */

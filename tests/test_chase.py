@@ -193,7 +193,7 @@ def test_records_follow_the_contract(bins):
         assert r["size_bytes"] == r["working_set_bytes"]
         assert r["ns_per_load"] > 0 and r["ns_median"] >= r["ns_per_load"]
         assert r["loads"] > 0 and len(r["seconds"]) == 2
-        assert min(r["seconds"]) >= 0.002 * 0.9  # chunks of >= --chunk-ms
+        assert min(r["seconds"]) >= 0.002 * 0.5  # chunks of ~--chunk-ms
         assert r["line_bytes"] in (64, 128) and r["seed"] == 20240601
         # affinity none still pins the chaser: the first allowed CPU
         assert r["affinity"] == "none" and r["cpus_bound"] == [ALLOWED[0]]
