@@ -53,12 +53,15 @@ const size_t mb_family_count = sizeof mb_family_table / sizeof mb_family_table[0
  * the CPU feature its explicit vector width needs (MB_VFEATURE). */
 #if MB_NT
 #define STREAM_NT 1
-#define STREAM_FEATURE MB_VFEATURE
 #define STREAM_STORES ", non-temporal stores"
 #else
 #define STREAM_NT 0
-#define STREAM_FEATURE NULL
 #define STREAM_STORES ""
+#endif
+#if MB_VBITS >= 128 /* stream's explicit-vector kernels */
+#define STREAM_FEATURE MB_VFEATURE
+#else
+#define STREAM_FEATURE NULL
 #endif
 
 #define MB_STR_(x) #x
