@@ -297,3 +297,23 @@ def test_list_shows_the_required_feature(binaries):
         row = next(line for line in listing.splitlines()
                    if line.split()[:2] == [family, "sum" if family == "readonly" else "triad"])
         assert row.split()[6] == want, row
+
+
+def test_missing_cpu_feature_gives_a_skipped_record(binaries):
+    """Checked at run time from the table row: the binary starts (the wide
+    kernels are target-attributed, not the whole binary) and says why."""
+    env = dict(os.environ, MEMBENCH_TEST_CPU_LACKS="avx2,avx512f")
+    for family, variant in (("readonly", "v005-avx512"), ("readonly", "v012-avx2"),
+                            ("stream", "nt-avx512")):
+        need = required_feature(family, variant)
+        proc = subprocess.run([str(binary(binaries, family, variant)), *TINY], env=env,
+                              capture_output=True, text=True, timeout=60)
+        recs = [json.loads(line) for line in proc.stdout.splitlines()]
+        assert proc.returncode == 3, proc.stderr
+        assert [r["op"] for r in recs] == TABLE["families"][family]["ops"]
+        for r in recs:
+            assert r["status"] == "skipped" and r["gbps"] is None and r["valid"] is None
+            assert f"'{need}'" in r["reason"] and "lacks" in r["reason"]
+    proc = subprocess.run([str(binary(binaries, "readonly", "v005")), *TINY], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
