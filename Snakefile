@@ -6,10 +6,9 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
-
-configfile: "config/config.yaml"
-
-
+# No configfile directive: profiles/default names config/config.yaml, so that
+# `--configfile other.yaml` replaces it (a directive would be merged with the
+# other file, also in the jobs a cluster executor starts).
 REPO = Path(workflow.basedir)
 
 

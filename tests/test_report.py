@@ -73,7 +73,7 @@ def html():
 
 
 def test_distance_matrix_and_memory_per_node(html):
-    assert "Node distances" in html and "<td>21</td>" in html and "16.0 GiB" in html
+    assert "box: node distances" in html and "<td>21</td>" in html and "16.0 GiB" in html
 
 
 def test_placement_table_shows_local_remote_interleave(html):

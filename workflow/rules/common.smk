@@ -12,6 +12,11 @@ from membench import __version__, figures, matrix, variants  # noqa: E402
 
 KERNEL_DIR = REPO / "kernels"
 VARIANTS = variants.load_variants(KERNEL_DIR / "variants.yaml")
+if not config:
+    raise WorkflowError(
+        "no config: run with --configfile config/config.yaml (profiles/default "
+        "names it; --workflow-profile none or another profile does not)"
+    )
 try:
     CONFIG, CELLS = matrix.load(
         config, REPO / "workflow" / "schemas" / "config.schema.yaml", VARIANTS

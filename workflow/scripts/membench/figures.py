@@ -24,7 +24,7 @@ import seaborn as sns  # noqa: E402
 
 from membench.collect import read_measurements  # noqa: E402
 from membench.records import write_text_atomic  # noqa: E402
-from membench.stats import add_series  # noqa: E402
+from membench.stats import add_series, page_nodes_text  # noqa: E402
 
 GBPS_LABEL = "bandwidth (GB/s = 1e9 B/s)"
 
@@ -101,9 +101,8 @@ def histogram_svg(measurements: pd.DataFrame, name: str) -> str:
 
 def placement_label(row) -> str:
     """What a run obtained, in a few words: thread CPUs and page nodes."""
-    nodes = json.loads(row["page_nodes"]) if isinstance(row["page_nodes"], str) else {}
-    pages = ", ".join(f"n{n} {f:.0%}" for n, f in sorted(nodes.items()))
-    return f"CPUs {row['cpus']}; pages {pages or '?'}"
+    pages = page_nodes_text(row["page_nodes"]) if isinstance(row["page_nodes"], str) else "not sampled"
+    return f"CPUs {row['cpus']}; pages {pages}"
 
 
 def placement_svg(measurements: pd.DataFrame, name: str) -> str:

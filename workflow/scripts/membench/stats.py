@@ -3,6 +3,8 @@ the repetitions (separate processes) and the list of cells that did not run."""
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 # A cell as requested, plus what the host resolved it to.
@@ -42,10 +44,16 @@ def add_series(table: pd.DataFrame, axes: list[str] = SERIES_AXES) -> pd.DataFra
     return table
 
 
-def _pattern_counts(values: pd.Series) -> str:
+def _pattern_counts(values: pd.Series, label=str) -> str:
     """"[0, 1]" x3; "[1, 0]" x1 -> a compact text of distinct patterns."""
     counts = values.dropna().value_counts()
-    return "; ".join(f"{pattern} x{n}" for pattern, n in counts.items())
+    return "; ".join(f"{label(pattern)} x{n}" for pattern, n in counts.items())
+
+
+def page_nodes_text(text: str) -> str:
+    """'{"0": 0.5, "1": 0.5}' -> "n0 50%, n1 50%"."""
+    nodes = json.loads(text)
+    return ", ".join(f"n{n} {f:.0%}" for n, f in sorted(nodes.items(), key=lambda kv: int(kv[0]))) or "not sampled"
 
 
 def distribution(values: pd.Series, prefix: str) -> dict:
@@ -86,9 +94,11 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
         row.update(
             hugepage_fraction_mean=ok["hugepage_fraction"].astype(float).mean(),
             cpus_obtained=_pattern_counts(ok["cpus"]),
-            page_nodes_obtained=_pattern_counts(ok["page_nodes"]),
+            page_nodes_obtained=_pattern_counts(ok["page_nodes"], page_nodes_text),
             migrated_runs=int(ok["migrated"].fillna(False).astype(bool).sum()) if "migrated" in ok else 0,
         )
+        if "node_name" in ok:
+            row["nodes_obtained"] = _pattern_counts(ok["node_name"])
         if "placement_problems" in ok:
             flagged = ok["placement_problems"].dropna()
             row.update(placement_mismatches=len(flagged), placement_notes=_pattern_counts(flagged) or None)

@@ -183,6 +183,6 @@ def tables_for(kernel: str, cells: pd.DataFrame, ec: pd.DataFrame) -> list[dict]
     tables = [make(cells) for make in TABLES.get(kernel, ())]
     if kernel not in ("chase", "loaded") and cells["policy_requested"].nunique() > 1:
         tables.append(placement_table(cells))
-    if not ec.empty:
+    if not ec.empty and ec["latency_ns"].notna().any():  # else the concurrency section says why
         tables.append(concurrency_table(ec, kernel))
     return tables

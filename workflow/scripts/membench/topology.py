@@ -9,6 +9,7 @@ or a config edit, or every such change would re-measure everything.
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -180,6 +181,9 @@ def read_environment(root: Path = Path("/")) -> dict:
         "zone_reclaim_mode": int(zone_reclaim) if zone_reclaim is not None else None,
         "governor": _read(root / "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "compiler": compiler_version(),
+        # Which scheduler job probed (None outside SLURM): on a cluster the
+        # report says which node stands for the system.
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
     }
 
 
