@@ -11,7 +11,7 @@ from membench import concurrency
 def cell(**values):
     base = dict(
         system="a", experiment="e", cell="c", kernel="stream", variant="default", op="triad", threads=2,
-        policy_requested="default", pages="4k", n_ok=3, gbps_mean=20.0, ns_mean=math.nan, working_set_bytes=math.nan,
+        policy_requested="default", pages="4k", affinity="close", n_ok=3, gbps_mean=20.0, ns_mean=math.nan, working_set_bytes=math.nan,
     )  # fmt: skip
     return {**base, **values}
 
@@ -47,7 +47,7 @@ def test_little_law_with_the_local_idle_latency(table):
     assert row["bytes_in_flight"] == pytest.approx(2000.0)  # 20 GB/s x 100 ns
     assert row["lines_in_flight"] == pytest.approx(2000.0 / 64)
     assert row["lines_per_thread"] == pytest.approx(2000.0 / 64 / 2)
-    assert "4k" in row["latency_source"] and "local" in row["latency_source"] and "lat-100.0" in row["latency_source"]
+    assert "4k" in row["latency_source"] and "local" in row["latency_source"] and row["latency_cell"] == "lat-100.0"
 
 
 def test_remote_bandwidth_uses_remote_latency(table):

@@ -1,6 +1,7 @@
 rule collect_runs:
     input:
-        run_files,
+        runs=run_files,
+        code=PACKAGE_SOURCES,
     output:
         "results/{system}/measurements.csv",
     log:
@@ -15,7 +16,8 @@ rule collect_runs:
 
 rule analyse_measurements:
     input:
-        expand("results/{system}/measurements.csv", system=SYSTEMS),
+        measurements=expand("results/{system}/measurements.csv", system=SYSTEMS),
+        code=PACKAGE_SOURCES,
     output:
         cells="results/summary/cells.csv",
         problems="results/summary/problems.csv",
@@ -34,6 +36,7 @@ rule plot_figure:
         cells="results/summary/cells.csv",
         measurements=expand("results/{system}/measurements.csv", system=SYSTEMS),
         topology=expand("results/{system}/topology.json", system=SYSTEMS),
+        code=PACKAGE_SOURCES,
     output:
         "results/figures/{experiment}-{kind}.svg",
     log:

@@ -37,6 +37,13 @@ wildcard_constraints:
     kind=r"[a-z]+",
 
 
+# The package the analysis rules run: an edit re-runs tables, figures and
+# report (never a measurement: measure rules do not list it).
+PACKAGE_SOURCES = sorted(
+    str(p) for p in (REPO / "workflow/scripts/membench").glob("*.py")
+)
+
+
 def run_files(wildcards):
     """Every repetition file of every cell of one system; in figures-only
     mode, those of them that are stored."""

@@ -7,6 +7,7 @@ rule render_report:
         environment=expand("results/{system}/environment.json", system=SYSTEMS),
         template=REPO / "reports" / "report.html.j2",
         stylesheet=REPO / "reports" / "report.css",
+        code=PACKAGE_SOURCES,
     output:
         "results/report.html",
     log:

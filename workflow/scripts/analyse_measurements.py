@@ -5,7 +5,7 @@ sys.stderr = open(snakemake.log[0], "w")
 from membench.summary import write_summaries  # noqa: E402
 
 write_summaries(
-    measurements=list(snakemake.input),
+    measurements=list(snakemake.input.measurements),
     cells_out=snakemake.output.cells,
     problems_out=snakemake.output.problems,
 )

@@ -94,6 +94,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd
             "variant": row.variant,
             "op": row.op,
             "threads": row.threads,
+            "affinity": row.affinity,
             "placement": placement,
             "pages": row.pages,
             "gbps": row.gbps_mean,
@@ -116,8 +117,9 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd
                 lines_per_thread=lines / row.threads,
                 latency_source=(
                     f"idle chase, {latency['pages']} pages, {placement}, "
-                    f"{latency['working_set_bytes'] / 2**20:.0f} MiB ({latency['source']})"
+                    f"{latency['working_set_bytes'] / 2**20:.0f} MiB"
                 ),
+                latency_cell=latency["source"],
             )
         under_load = _match(loaded, row.system, placement, row.pages)
         if under_load is None:

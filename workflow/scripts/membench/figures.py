@@ -149,14 +149,19 @@ def size_svg(cells: pd.DataFrame, name: str) -> str:
 def ladder_svg(measurements: pd.DataFrame, name: str) -> str:
     """McCalpin's ladder: GB/s of every version, each repetition a dot and
     the mean a bar, one colour per system (or series)."""
-    ok = add_series(measurements[measurements["status"] == "ok"])
+    # The variant is the x axis, and the page size follows it (pages: variant).
+    ok = add_series(
+        measurements[measurements["status"] == "ok"],
+        ["system", "affinity", "policy_requested", "pages_requested", "init", "size_requested"],
+    )
     if ok.empty:
         return _empty("no successful measurements in this experiment", name)
     order = list(dict.fromkeys(ok["variant"]))
+    several = ok["series"].nunique() > 1  # seaborn cannot dodge a single hue level
     fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(order) + 2), 3.8))
-    sns.stripplot(ok, x="variant", y="gbps", hue="series", order=order, dodge=True, alpha=0.6, size=4, ax=ax)
+    sns.stripplot(ok, x="variant", y="gbps", hue="series", order=order, dodge=several, alpha=0.6, size=4, ax=ax)
     sns.pointplot(
-        ok, x="variant", y="gbps", hue="series", order=order, dodge=0.4, errorbar=None,
+        ok, x="variant", y="gbps", hue="series", order=order, dodge=0.4 if several else False, errorbar=None,
         markers="_", markersize=14, linestyles="none", legend=False, ax=ax,
     )  # fmt: skip
     ax.set_xlabel("version")
@@ -218,7 +223,7 @@ def loaded_svg(cells: pd.DataFrame, name: str) -> str:
 
 # Figure kinds per kernel family: the ladder replaces the thread scaling for
 # the single-thread read-only versions; latency kernels have their own.
-KINDS = {"readonly": ("ladder", "histogram"), "chase": ("latency",), "loaded": ("loaded",)}
+KINDS = {"readonly": ("ladder",), "chase": ("latency",), "loaded": ("loaded",)}
 DEFAULT_KINDS = ("scaling", "histogram", "placement")
 
 

@@ -62,7 +62,8 @@ def make_environment(template_dir: Path) -> jinja2.Environment:
 def cache_warnings(cells: pd.DataFrame, systems: dict) -> list[str]:
     """STREAM's rule: arrays under 4 x LLC measure caches, not memory."""
     warnings = []
-    for row in cells.drop_duplicates(["system", "cell"]).itertuples():
+    bandwidth = cells[~cells["kernel"].isin(["chase", "loaded"])]  # latency sweeps go small on purpose
+    for row in bandwidth.drop_duplicates(["system", "cell"]).itertuples():
         llc = systems.get(row.system, {}).get("topology", {}).get("llc_bytes")
         if llc and row.size_bytes < 4 * llc:
             warnings.append(
@@ -70,6 +71,20 @@ def cache_warnings(cells: pd.DataFrame, systems: dict) -> list[str]:
                 f"4 × LLC ({human_bytes(4 * llc)}); caches inflate these numbers."
             )
     return warnings
+
+
+# Keys that mean something only for some kernels (defaults fill them for all).
+ONLY_FOR = {
+    "load_op": ("loaded",),
+    "load_delay": ("loaded",),
+    "sweep_from": ("chase",),
+    "points_per_octave": ("chase",),
+    "prefetch_distance": ("readonly", "stream"),
+}
+
+
+def _relevant(key: str, kernel: str) -> bool:
+    return kernel in ONLY_FOR.get(key, (kernel,))
 
 
 def little_example(ec: pd.DataFrame) -> dict | None:
@@ -111,7 +126,7 @@ def build_context(
             {
                 "name": name,
                 "kernel": spec["kernel"],
-                "axes": {k: v for k, v in spec.items() if k not in ("kernel", "exclude")},
+                "axes": {k: v for k, v in spec.items() if k not in ("kernel", "exclude") and _relevant(k, spec["kernel"])},
                 "figures": {kind: Markup(svg) for kind, svg in figures.get(name, {}).items()},
                 "tables": tables_for(spec["kernel"], part, part_ec),
                 "cells": _records(part),

@@ -151,7 +151,7 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
         }
     rows = [
         [
-            r.system, r.op, str(r.threads), r.pages, r.placement, _number(r.gbps, 2), _number(r.latency_ns),
+            r.system, r.op, str(r.threads), r.affinity, r.pages, r.placement, _number(r.gbps, 2), _number(r.latency_ns),
             _number(r.bytes_in_flight, 0), _number(r.lines_in_flight), _number(r.lines_per_thread),
             _number(r.loaded_latency_ns), _number(r.lines_in_flight_loaded), r.latency_source,
         ]
@@ -161,7 +161,7 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
         "title": "Effective concurrency (Little's law)",
         "note": note,
         "columns": [
-            "system", "op", "threads", "pages", "placement", "GB/s", "idle ns", "bytes in flight", "lines",
+            "system", "op", "threads", "affinity", "pages", "placement", "GB/s", "idle ns", "bytes in flight", "lines",
             "lines / thread", "loaded ns", "lines (loaded)", "idle latency from",
         ],  # fmt: skip
         "rows": rows,
