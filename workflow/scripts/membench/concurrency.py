@@ -27,44 +27,40 @@ def placement_class(policy: str) -> str:
     return policy
 
 
+LATENCY_COLUMNS = ["system", "placement", "pages", "ns", "working_set_bytes", "source"]
+
+
+def _one_per_placement(cells: pd.DataFrame, choose: str, by: str, size: str) -> pd.DataFrame:
+    """Per (system, placement, pages), the row whose `by` column is the
+    largest (choose="idxmax") or smallest ("idxmin"), as a latency table."""
+    if cells.empty:
+        return pd.DataFrame(columns=LATENCY_COLUMNS)
+    cells = cells.assign(placement=cells["policy_requested"].map(placement_class))
+    chosen = cells.loc[getattr(cells.groupby(["system", "placement", "pages"])[by], choose)()]
+    return pd.DataFrame(
+        {
+            "system": chosen["system"],
+            "placement": chosen["placement"],
+            "pages": chosen["pages"],
+            "ns": chosen["ns_mean"],
+            "working_set_bytes": chosen[size],
+            "source": chosen["cell"],
+        }
+    ).reset_index(drop=True)
+
+
 def idle_latencies(cells: pd.DataFrame) -> pd.DataFrame:
     """Per (system, placement, pages): the random chase at the largest
     working set measured, with where it came from."""
     chase = cells[(cells["kernel"] == LATENCY_KERNEL) & (cells["op"] == LATENCY_OP) & (cells["n_ok"] > 0)]
-    if chase.empty:
-        return pd.DataFrame(columns=["system", "placement", "pages", "ns", "working_set_bytes", "source"])
-    chase = chase.assign(placement=chase["policy_requested"].map(placement_class))
-    largest = chase.loc[chase.groupby(["system", "placement", "pages"])["working_set_bytes"].idxmax()]
-    return pd.DataFrame(
-        {
-            "system": largest["system"],
-            "placement": largest["placement"],
-            "pages": largest["pages"],
-            "ns": largest["ns_mean"],
-            "working_set_bytes": largest["working_set_bytes"],
-            "source": largest["cell"],
-        }
-    ).reset_index(drop=True)
+    return _one_per_placement(chase, "idxmax", "working_set_bytes", "working_set_bytes")
 
 
 def loaded_latencies(cells: pd.DataFrame) -> pd.DataFrame:
     """Per (system, placement, pages): the chasing thread's latency under
     the heaviest load measured (the smallest injection delay)."""
     loaded = cells[(cells["kernel"] == "loaded") & (cells["n_ok"] > 0)]
-    if loaded.empty:
-        return pd.DataFrame(columns=["system", "placement", "pages", "ns", "working_set_bytes", "source"])
-    loaded = loaded.assign(placement=loaded["policy_requested"].map(placement_class))
-    heaviest = loaded.loc[loaded.groupby(["system", "placement", "pages"])["load_delay_requested"].idxmin()]
-    return pd.DataFrame(
-        {
-            "system": heaviest["system"],
-            "placement": heaviest["placement"],
-            "pages": heaviest["pages"],
-            "ns": heaviest["ns_mean"],
-            "working_set_bytes": heaviest["size_bytes"],
-            "source": heaviest["cell"],
-        }
-    ).reset_index(drop=True)
+    return _one_per_placement(loaded, "idxmin", "load_delay_requested", "size_bytes")
 
 
 def _match(latencies: pd.DataFrame, system: str, placement: str, pages: str) -> pd.Series | None:

@@ -33,6 +33,13 @@ def _feature_text(value) -> str:
     return str(value)
 
 
+def _mean_range(cells: pd.DataFrame) -> str:
+    """GB/s as "mean (min – max)" over the repetitions of these cells."""
+    if cells.empty:
+        return "–"
+    return f"{cells['gbps_mean'].mean():.2f} ({cells['gbps_min'].min():.2f} – {cells['gbps_max'].max():.2f})"
+
+
 def _as_mccalpin(feature: str, value):
     """His "4 KiB pages accessed" column counts a flat loop as 1 page at a
     time; the variant table says 0 (not page-structured)."""
@@ -56,12 +63,7 @@ def feature_table(cells: pd.DataFrame) -> dict:
         first = part.iloc[0]
         row = [variant, *(_feature_text(_as_mccalpin(f, first[f])) for f in features)]
         for system in systems:
-            mine = part[part["system"] == system]
-            row.append(
-                f"{mine['gbps_mean'].mean():.2f} ({mine['gbps_min'].min():.2f} – {mine['gbps_max'].max():.2f})"
-                if not mine.empty
-                else "–"
-            )
+            row.append(_mean_range(part[part["system"] == system]))
         rows.append(row)
     labels = [FEATURE_LABELS.get(f.removeprefix("feature_"), f.removeprefix("feature_")) for f in features]
     return {
@@ -105,12 +107,7 @@ def placement_table(cells: pd.DataFrame) -> dict:
     ):
         row = [system, str(threads), policy if policy == resolved else f"{policy} → {resolved}"]
         for op in ops:
-            mine = part[part["op"] == op]
-            row.append(
-                f"{mine['gbps_mean'].mean():.2f} ({mine['gbps_min'].min():.2f} – {mine['gbps_max'].max():.2f})"
-                if not mine.empty
-                else "–"
-            )
+            row.append(_mean_range(part[part["op"] == op]))
         rows.append(row)
     return {
         "title": "Bandwidth by memory placement (the AWS paper's table)",
