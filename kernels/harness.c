@@ -635,6 +635,19 @@ typedef struct run {
     int worst;                   /* worst status among them */
 } run_t;
 
+/* Where a record comes from: host, process, build and the binding
+ * variables the environment carried. */
+static void kv_provenance(jbuf_t *b, const run_t *r)
+{
+    kv_str(b, "host", r->host);
+    kv_int(b, "pid", (long long)getpid());
+    kv_str(b, "compiler", __VERSION__);
+    kv_str(b, "cflags", MB_CFLAGS);
+    kv_str(b, "harness_version", MB_HARNESS_VERSION);
+    kv_str(b, "omp_proc_bind", getenv("OMP_PROC_BIND"));
+    kv_str(b, "omp_places", getenv("OMP_PLACES"));
+}
+
 static void set_reason(run_t *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void set_reason(run_t *r, int status, const char *fmt, ...)
@@ -785,13 +798,7 @@ static void emit_record(const options_t *o, const run_t *r, int i)
         kv_double(&b, "min_ticks", tmin * 1e9 / (double)r->gran_ns);
     else
         kv_null(&b, "min_ticks");
-    kv_str(&b, "host", r->host);
-    kv_int(&b, "pid", (long long)getpid());
-    kv_str(&b, "compiler", __VERSION__);
-    kv_str(&b, "cflags", MB_CFLAGS);
-    kv_str(&b, "harness_version", MB_HARNESS_VERSION);
-    kv_str(&b, "omp_proc_bind", getenv("OMP_PROC_BIND"));
-    kv_str(&b, "omp_places", getenv("OMP_PLACES"));
+    kv_provenance(&b, r);
     jb_raw(&b, "}\n");
     fputs(b.s, stdout);
     free(b.s);
@@ -903,13 +910,7 @@ static void emit_point(const options_t *o, run_t *r, const mb_point_t *p)
         kv_double(&b, "min_ticks", tmin * 1e9 / (double)r->gran_ns);
     else
         kv_null(&b, "min_ticks");
-    kv_str(&b, "host", r->host);
-    kv_int(&b, "pid", (long long)getpid());
-    kv_str(&b, "compiler", __VERSION__);
-    kv_str(&b, "cflags", MB_CFLAGS);
-    kv_str(&b, "harness_version", MB_HARNESS_VERSION);
-    kv_str(&b, "omp_proc_bind", getenv("OMP_PROC_BIND"));
-    kv_str(&b, "omp_places", getenv("OMP_PLACES"));
+    kv_provenance(&b, r);
     for (int i = 0; i < p->nextra; i++) {
         const mb_kv_t *x = &p->extra[i];
         switch (x->type) {
