@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import matplotlib
@@ -30,14 +31,16 @@ GBPS_LABEL = "bandwidth (GB/s = 1e9 B/s)"
 
 
 def to_svg(fig, name: str) -> str:
-    """SVG text with ids salted by the figure's name, so several figures can
-    be inlined in one HTML page without clashing ids."""
+    """SVG text whose ids (and the references to them) carry the figure's
+    name, so several figures can be inlined in one HTML page: matplotlib
+    numbers its groups the same way in every figure (axes_1, patch_1, ...)."""
     buffer = io.StringIO()
     with plt.rc_context({"svg.hashsalt": name, "svg.fonttype": "none"}):
         fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
     text = buffer.getvalue()
-    return text[text.index("<svg") :]
+    text = text[text.index("<svg") :]
+    return re.sub(r'(\bid="|url\(#|href="#)([^"\)]+)', lambda m: f"{m.group(1)}{name}-{m.group(2)}", text)
 
 
 def _empty(message: str, name: str) -> str:

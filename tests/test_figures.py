@@ -1,0 +1,77 @@
+"""Every figure kind draws from synthetic results of two systems (the paths
+a tiny single-machine run does not reach: several systems, size sweeps,
+placement modes), and each states its units."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from membench import figures, stats
+
+RNG = np.random.default_rng(7)
+
+
+def records():
+    rows = []
+    for system in ("alpha", "beta"):
+        for size in (2**20, 2**24, 2**30):
+            for threads in (1, 2):
+                for repeat in range(4):
+                    cpus = "[0, 1]" if repeat % 2 else "[0, 0]"
+                    for op in ("copy", "triad"):
+                        rows.append(
+                            dict(
+                                system=system, experiment="e", cell=f"e/stream-default/t{threads}_s{size}", kernel="stream",
+                                variant="default", op=op, threads_requested=threads, threads=threads, affinity="close",
+                                policy_requested="preferred:0", policy="preferred:0", pages="4k", pages_requested="4k",
+                                init="parallel", size_requested=size, size_bytes=size, status="ok", reason=None,
+                                gbps=float(10 * threads + RNG.normal(0, 1)), gbps_wa=1.0, hugepage_fraction=0.0,
+                                cpus=cpus, page_nodes=json.dumps({"0": 0.5, "1": 0.5} if repeat % 2 else {"0": 1.0}),
+                                migrated=False, load_delay_requested=0,
+                            )
+                        )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def tables():
+    measurements = records()
+    return measurements, stats.summarise_cells(measurements)
+
+
+@pytest.mark.parametrize("kind", ["scaling", "size"])
+def test_cell_figures(tables, kind):
+    _, cells = tables
+    svg = {"scaling": figures.scaling_svg, "size": figures.size_svg}[kind](cells, f"t-{kind}")
+    assert svg.startswith("<svg") and "GB/s = 1e9 B/s" in svg
+    assert "alpha" in svg and "beta" in svg  # one series per system
+
+
+@pytest.mark.parametrize("kind", ["histogram", "placement"])
+def test_repetition_figures(tables, kind):
+    measurements, _ = tables
+    svg = {"histogram": figures.histogram_svg, "placement": figures.placement_svg}[kind](measurements, f"t-{kind}")
+    assert svg.startswith("<svg") and "1 GB/s bins" in svg
+    if kind == "placement":
+        assert "CPUs [0, 0]; pages n0 100%" in svg and "CPUs [0, 1]; pages n0 50%, n1 50%" in svg
+
+
+def test_size_sweep_adds_the_spill_curve():
+    assert "size" in figures.kinds_for({"kernel": "stream", "size": ["1GiB", "8GiB"]})
+    assert "size" not in figures.kinds_for({"kernel": "stream", "size": ["auto"]})
+    assert figures.kinds_for({"kernel": "chase", "size": ["1GiB", "2GiB"]}) == ("latency",)
+
+
+def test_figures_of_nothing_say_so(tables):
+    _, cells = tables
+    svg = figures.scaling_svg(cells.assign(n_ok=0), "t-empty")
+    assert "no successful measurements" in svg
+
+
+def test_svg_ids_differ_between_figures(tables):
+    _, cells = tables
+    first, second = figures.scaling_svg(cells, "one"), figures.scaling_svg(cells, "two")
+    ids = lambda svg: set(__import__("re").findall(r'id="([^"]+)"', svg))  # noqa: E731
+    assert ids(first) and not ids(first) & ids(second)  # both can be inlined in one page
