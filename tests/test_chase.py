@@ -193,6 +193,7 @@ def test_records_follow_the_contract(bins):
         assert r["size_bytes"] == r["working_set_bytes"]
         assert r["ns_per_load"] > 0 and r["ns_median"] >= r["ns_per_load"]
         assert r["loads"] > 0 and len(r["seconds"]) == 2
+        assert r["ns_per_load"] == pytest.approx(min(r["seconds"]) / r["loads"] * 1e9, rel=1e-9)
         assert min(r["seconds"]) >= 0.002 * 0.5  # chunks of ~--chunk-ms
         assert r["line_bytes"] in (64, 128) and r["seed"] == 20240601
         # affinity none still pins the chaser: the first allowed CPU

@@ -11,7 +11,8 @@ from membench import concurrency
 def cell(**values):
     base = dict(
         system="a", experiment="e", cell="c", kernel="stream", variant="default", op="triad", threads=2,
-        policy_requested="default", pages="4k", affinity="close", n_ok=3, gbps_mean=20.0, ns_mean=math.nan, working_set_bytes=math.nan,
+        policy_requested="default", pages="4k", affinity="close", n_ok=3, gbps_mean=20.0, gbps_wa_mean=math.nan,
+        ns_mean=math.nan, working_set_bytes=math.nan,
     )  # fmt: skip
     return {**base, **values}
 
@@ -80,7 +81,10 @@ def test_placement_class(policy, placement):
 def test_loaded_latency_gives_a_second_column():
     loaded = [
         cell(kernel="loaded", op="triad", cell="load-d0", load_delay_requested=0, ns_mean=180.0, size_bytes=2**29),
-        cell(kernel="loaded", op="triad", cell="load-d100", load_delay_requested=100, ns_mean=120.0, size_bytes=2**29),
+        cell(kernel="loaded", op="triad", cell="load-d100", load_delay_requested=100, ns_mean=120.0, size_bytes=2**29,
+             gbps_mean=5.0),  # fmt: skip
+        cell(kernel="loaded", op="read", cell="load-read", load_delay_requested=0, ns_mean=150.0, size_bytes=2**29,
+             gbps_mean=12.0),  # same delay, lighter load: not the heaviest  # fmt: skip
     ]
     cells = pd.concat([CELLS.assign(load_delay_requested=0, size_bytes=0), pd.DataFrame(loaded)], ignore_index=True)
     table = concurrency.effective_concurrency(cells, {"a": 64, "b": 64}).set_index("cell")
@@ -90,3 +94,22 @@ def test_loaded_latency_gives_a_second_column():
     assert "load-d0" in row["loaded_latency_source"]
     assert not any(name.startswith("load-") for name in table.index)  # loaded cells are not bandwidth rows
     assert "no loaded latency" in table.loc["other-system", "loaded_latency_source"]
+
+
+def test_write_allocate_traffic_is_in_flight_too():
+    """A STREAM triad moving 20 GB/s by the STREAM count moves 26.7 GB/s of
+    memory traffic with write-allocate: that is what Little's law counts."""
+    cells = pd.concat([CELLS, pd.DataFrame([cell(cell="wa", gbps_wa_mean=80 / 3)])], ignore_index=True)
+    row = concurrency.effective_concurrency(cells, {"a": 64, "b": 64}).set_index("cell").loc["wa"]
+    assert row["gbps"] == 20.0 and row["traffic_gbps"] == pytest.approx(80 / 3)
+    assert row["bytes_in_flight"] == pytest.approx(80 / 3 * 100.0)
+
+
+def test_fallback_page_size_is_the_smallest_measured():
+    latencies = pd.DataFrame(
+        [
+            {"system": "a", "placement": "local", "pages": "thp", "ns": 80.0, "working_set_bytes": 2**30, "source": "t"},
+            {"system": "a", "placement": "local", "pages": "hugetlb-1g", "ns": 70.0, "working_set_bytes": 2**30, "source": "g"},
+        ]
+    )
+    assert concurrency._match(latencies, "a", "local", "4k")["pages"] == "thp"

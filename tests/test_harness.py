@@ -141,6 +141,10 @@ def test_records_follow_the_contract(harness):
         assert r["max_rel_error"] <= 1e-13
         assert r["gbps"] > 0 and r["gbps_mean"] > 0 and r["gbps_wa"] >= r["gbps"]
         assert r["gbps_mean"] <= r["gbps"] * (1 + 1e-12)
+        # STREAM's rate: the bytes it counts over the best kept iteration (the first is dropped).
+        assert r["gbps"] == pytest.approx(r["bytes_per_iter"] / min(r["seconds"]) / 1e9, rel=1e-9)
+        assert r["gbps_wa"] == pytest.approx(r["bytes_per_iter_wa"] / min(r["seconds"]) / 1e9, rel=1e-9)
+        assert r["gbps_mean"] == pytest.approx(r["bytes_per_iter"] / (sum(r["seconds"]) / len(r["seconds"])) / 1e9, rel=1e-9)
         assert len(r["seconds"]) == r["ntimes"] - 1 == 2
         assert all(isinstance(s, float) and s > 0 for s in r["seconds"])
         assert r["t_start"] < r["t_end"]

@@ -21,6 +21,8 @@ def test_what_was_asked_passes():
     assert check(policy="bind:1", policy_requested="bind:1", page_nodes={"1": 1.0}) == []
     assert check(policy="bind:3", policy_requested="remote", page_nodes={"3": 1.0}) == []
     assert check(policy="interleave:0,1", policy_requested="interleave:0,1", page_nodes={"0": 0.5, "1": 0.5}) == []
+    assert check(policy="interleave:all", policy_requested="interleave:all", memory_nodes=[0, 1], page_nodes={"0": 0.5, "1": 0.5}) == []
+    assert check(policy="interleave:all", policy_requested="interleave:all", memory_nodes=[0]) == []  # one node: nothing to spread
     assert check(policy="preferred:1", policy_requested="preferred:1", page_nodes={"1": 0.95, "0": 0.05}) == []
     assert check(pages="thp", hugepage_fraction=0.97) == []
     assert check(affinity="cpus:1,0", cpus=[1, 0], cpus_bound=[1, 0]) == []
@@ -37,6 +39,8 @@ def test_what_was_asked_passes():
         ({"policy": "preferred:1", "policy_requested": "preferred:1", "page_nodes": {"1": 0.5, "0": 0.5}}, "asked preferred:1"),
         ({"policy": "local", "policy_requested": "local", "cpu_nodes": [1, 1]}, "asked local (threads on nodes [1])"),
         ({"policy": "bind:0", "policy_requested": "bind:0", "page_nodes": {}}, "could not be sampled"),
+        ({"policy": "interleave:all", "policy_requested": "interleave:all", "memory_nodes": [0, 1]}, "asked interleave:all, pages on node 0: 100%"),
+        ({"pages": "thp", "hugepage_fraction": float("nan")}, "huge-page fraction unknown"),
         ({"pages": "thp", "hugepage_fraction": 0.1}, "asked thp, 10% huge pages"),
         ({"pages": "4k", "hugepage_fraction": 0.2}, "asked 4k pages, 20% huge pages"),
         ({"pages": "hugetlb-2m", "hugepage_fraction": 0.5}, "asked hugetlb-2m"),

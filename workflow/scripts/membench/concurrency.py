@@ -27,6 +27,7 @@ def placement_class(policy: str) -> str:
     return policy
 
 
+PAGE_BYTES = {"4k": 4096, "thp": 2**21, "hugetlb-2m": 2**21, "hugetlb-1g": 2**30}
 LATENCY_COLUMNS = ["system", "placement", "pages", "ns", "working_set_bytes", "source"]
 
 
@@ -58,9 +59,9 @@ def idle_latencies(cells: pd.DataFrame) -> pd.DataFrame:
 
 def loaded_latencies(cells: pd.DataFrame) -> pd.DataFrame:
     """Per (system, placement, pages): the chasing thread's latency under
-    the heaviest load measured (the smallest injection delay)."""
+    the heaviest load measured (the most GB/s the load threads moved)."""
     loaded = cells[(cells["kernel"] == "loaded") & (cells["n_ok"] > 0)]
-    return _one_per_placement(loaded, "idxmin", "load_delay_requested", "size_bytes")
+    return _one_per_placement(loaded, "idxmax", "gbps_mean", "size_bytes")
 
 
 def _match(latencies: pd.DataFrame, system: str, placement: str, pages: str) -> pd.Series | None:
@@ -70,18 +71,24 @@ def _match(latencies: pd.DataFrame, system: str, placement: str, pages: str) -> 
     if same.empty:
         return None
     exact = same[same["pages"] == pages]
-    return (exact if not exact.empty else same.sort_values("pages")).iloc[0]
+    if not exact.empty:
+        return exact.iloc[0]
+    return same.iloc[same["pages"].map(lambda p: PAGE_BYTES.get(p, math.inf)).argmin()]
 
 
 def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd.DataFrame:
     """One row per bandwidth cell (and op): GB/s x ns = bytes in flight,
-    / line size = cache lines, / threads = lines per thread."""
+    / line size = cache lines, / threads = lines per thread. The bandwidth
+    is the memory traffic, write-allocate reads included (a store miss is a
+    line in flight too); for NT stores and read-only kernels it equals the
+    STREAM count."""
     latencies = idle_latencies(cells)
     loaded = loaded_latencies(cells)
     bandwidth = cells[~cells["kernel"].isin([LATENCY_KERNEL, "loaded"]) & (cells["n_ok"] > 0)]
     rows = []
     for row in bandwidth.itertuples():
         placement = placement_class(row.policy_requested)
+        traffic = row.gbps_wa_mean if not math.isnan(row.gbps_wa_mean) else row.gbps_mean
         latency = _match(latencies, row.system, placement, row.pages)
         out = {
             "system": row.system,
@@ -94,6 +101,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd
             "placement": placement,
             "pages": row.pages,
             "gbps": row.gbps_mean,
+            "traffic_gbps": traffic,
         }
         if latency is None:
             out.update(
@@ -104,7 +112,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd
                 latency_source=f"no idle latency measured on {row.system} with {placement} placement",
             )
         else:
-            in_flight = row.gbps_mean * latency["ns"]  # 1e9 B/s x 1e-9 s = bytes
+            in_flight = traffic * latency["ns"]  # 1e9 B/s x 1e-9 s = bytes
             lines = in_flight / line_bytes[row.system]
             out.update(
                 latency_ns=latency["ns"],
@@ -123,7 +131,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd
         else:
             out.update(
                 loaded_latency_ns=under_load["ns"],
-                lines_in_flight_loaded=row.gbps_mean * under_load["ns"] / line_bytes[row.system],
+                lines_in_flight_loaded=traffic * under_load["ns"] / line_bytes[row.system],
                 loaded_latency_source=f"loaded chase, heaviest load, {under_load['pages']} pages ({under_load['source']})",
             )
         rows.append(out)

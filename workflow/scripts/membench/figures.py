@@ -3,7 +3,12 @@
 - scaling: GB/s vs threads per op, mean +- std markers inside a shaded
   min-max band (Fig. 2 of the Colfax paper);
 - histogram: every repetition in 1 GB/s bins per (threads, series), one
-  colour per op (Figs. 3-7).
+  colour per op (Figs. 3-7); placement: the same, stacked by the placement
+  each run obtained;
+- size: GB/s vs bytes per array (the ORNL spill);
+- ladder: McCalpin's versions, every repetition and the mean;
+- latency: ns per load vs working set, caches marked; loaded: the chasing
+  thread's latency vs the load threads' GB/s.
 A "series" is the combination of the axes other than threads and op that
 vary inside the experiment (affinity, variant, policy, ...).
 """
@@ -183,10 +188,13 @@ def latency_svg(cells: pd.DataFrame, caches: dict[str, list[dict]], name: str) -
     if ok.empty:
         return _empty("no successful latency measurements in this experiment", name)
     ok = ok.assign(curve=ok["op"] + ("" if ok["series"].nunique() == 1 else ", " + ok["series"]))
+    curves = list(dict.fromkeys(ok["curve"]))
+    palette = dict(zip(curves, sns.color_palette("colorblind", len(curves))))
     fig, ax = plt.subplots(figsize=(8, 4.2))
-    sns.lineplot(ok, x="working_set_bytes", y="ns_mean", hue="curve", marker="o", ms=4, ax=ax)
-    for curve, part in ok.groupby("curve"):
-        ax.fill_between(part["working_set_bytes"], part["ns_min"], part["ns_max"], alpha=0.15, lw=0)
+    sns.lineplot(ok, x="working_set_bytes", y="ns_mean", hue="curve", hue_order=curves, palette=palette, marker="o", ms=4, ax=ax)
+    for curve, part in ok.groupby("curve", sort=False):
+        part = part.sort_values("working_set_bytes")
+        ax.fill_between(part["working_set_bytes"], part["ns_min"], part["ns_max"], color=palette[curve], alpha=0.15, lw=0)
     ax.set_xscale("log", base=2)
     for system, levels in caches.items():
         for cache in levels:

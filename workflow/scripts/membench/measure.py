@@ -250,6 +250,8 @@ def measure_cell(
             pages_requested=request.pages_requested,
             prefetch_distance_requested=request.prefetch_distance,
             load_delay_requested=request.load_delay,
+            # The machine's memory nodes: what interleave:all must spread over.
+            memory_nodes=[n["node"] for n in topo["nodes"] if n["memory_bytes"]],
             # The variant's declared feature columns (kernels/variants.yaml).
             features=request.features,
             membench_version=__version__,

@@ -43,8 +43,10 @@ def contract_problems(record: dict) -> list[str]:
     required = dict(CONTRACT)
     if record.get("status") == "ok":
         required.update(OK_CONTRACT)
-        if "gbps" not in record and "ns_per_load" not in record:
+        if record.get("gbps") is None and record.get("ns_per_load") is None:
             problems.append("ok record without gbps or ns_per_load")
+        if record.get("valid") is False:
+            problems.append("ok record that did not validate (valid false)")
     for key, types in required.items():
         if key not in record:
             problems.append(f"missing {key}")

@@ -33,6 +33,20 @@ def _feature_text(value) -> str:
     return str(value)
 
 
+# Axes besides the version that may vary inside a read-only experiment; a
+# version's row is split by them instead of averaging over them.
+VERSION_SPLIT = ["threads", "affinity", "policy_requested", "pages_requested", "init", "size_requested", "prefetch_distance_requested"]
+
+
+def _by_version(frame: pd.DataFrame, axes: list[str] = VERSION_SPLIT):
+    """(row label, rows) per version and combination of the other varying
+    axes, in the order they come; the label names those axes when any vary."""
+    frame = add_series(frame, [a for a in axes if a in frame])
+    several = frame["series"].nunique() > 1
+    for (variant, series), part in frame.groupby(["variant", "series"], sort=False):
+        yield (f"{variant} ({series})" if several else variant), part
+
+
 def _mean_range(cells: pd.DataFrame) -> str:
     """GB/s as "mean (min – max)" over the repetitions of these cells."""
     if cells.empty:
@@ -59,9 +73,9 @@ def feature_table(cells: pd.DataFrame) -> dict:
     )
     systems = list(dict.fromkeys(ok["system"]))
     rows = []
-    for variant, part in ok.groupby("variant", sort=False):
+    for label, part in _by_version(ok):
         first = part.iloc[0]
-        row = [variant, *(_feature_text(_as_mccalpin(f, first[f])) for f in features)]
+        row = [label, *(_feature_text(_as_mccalpin(f, first[f])) for f in features)]
         for system in systems:
             row.append(_mean_range(part[part["system"] == system]))
         rows.append(row)
@@ -102,17 +116,19 @@ def placement_table(cells: pd.DataFrame) -> dict:
     ok = cells[cells["n_ok"] > 0]
     ops = list(dict.fromkeys(ok["op"]))
     rows = []
-    for (system, threads, policy, resolved), part in ok.groupby(
-        ["system", "threads", "policy_requested", "policy"], sort=False
+    ok = add_series(ok, ["variant", "affinity", "pages", "init", "size_requested"])
+    several = ok["series"].nunique() > 1
+    for (system, threads, series, policy, resolved), part in ok.groupby(
+        ["system", "threads", "series", "policy_requested", "policy"], sort=False
     ):
-        row = [system, str(threads), policy if policy == resolved else f"{policy} → {resolved}"]
+        row = [system, str(threads), *([series] if several else []), policy if policy == resolved else f"{policy} → {resolved}"]
         for op in ops:
             row.append(_mean_range(part[part["op"] == op]))
         rows.append(row)
     return {
         "title": "Bandwidth by memory placement (the AWS paper's table)",
         "note": "GB/s, mean (min – max) over repetitions; the policy as requested → as applied.",
-        "columns": ["system", "threads", "policy", *ops],
+        "columns": ["system", "threads", *(["series"] if several else []), "policy", *ops],
         "rows": rows,
     }
 
@@ -126,15 +142,16 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
     read-only versions McCalpin's layout: versions x systems, in cache
     lines; otherwise one row per cell and op with both latencies."""
     note = (
-        "Little's law: bytes in flight = GB/s × ns; cache lines = bytes / line size. "
+        "Little's law: bytes in flight = memory traffic (GB/s with write-allocate reads; equal to the STREAM "
+        "count for read-only, read-modify-write and NT-store kernels) × ns; cache lines = bytes / line size. "
         "Idle latency: the random chase at its largest working set, same system and placement; "
         "loaded latency: the chase under the heaviest load measured. The source of each latency is named."
     )
     if kernel == "readonly":
         systems = list(dict.fromkeys(ec["system"]))
         rows = []
-        for variant, part in ec.groupby("variant", sort=False):
-            row = [variant]
+        for label, part in _by_version(ec, ["affinity", "pages", "placement"]):
+            row = [label]
             for system in systems:
                 mine = part[part["system"] == system]
                 row.append(_number(mine["lines_in_flight"].mean()) if not mine.empty else "–")
@@ -148,7 +165,8 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
         }
     rows = [
         [
-            r.system, r.op, str(r.threads), r.affinity, r.pages, r.placement, _number(r.gbps, 2), _number(r.latency_ns),
+            r.system, r.op, str(r.threads), r.affinity, r.pages, r.placement, _number(r.gbps, 2),
+            _number(r.traffic_gbps, 2), _number(r.latency_ns),
             _number(r.bytes_in_flight, 0), _number(r.lines_in_flight), _number(r.lines_per_thread),
             _number(r.loaded_latency_ns), _number(r.lines_in_flight_loaded), r.latency_source,
         ]
@@ -158,7 +176,7 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
         "title": "Effective concurrency (Little's law)",
         "note": note,
         "columns": [
-            "system", "op", "threads", "affinity", "pages", "placement", "GB/s", "idle ns", "bytes in flight", "lines",
+            "system", "op", "threads", "affinity", "pages", "placement", "GB/s", "traffic GB/s", "idle ns", "bytes in flight", "lines",
             "lines / thread", "loaded ns", "lines (loaded)", "idle latency from",
         ],  # fmt: skip
         "rows": rows,

@@ -37,7 +37,7 @@ def _share(page_nodes: dict, nodes) -> float:
     return sum(f for n, f in page_nodes.items() if int(n) in set(nodes))
 
 
-def policy_problem(policy: str, page_nodes: dict, cpu_nodes: list[int]) -> str | None:
+def policy_problem(policy: str, page_nodes: dict, cpu_nodes: list[int], memory_nodes: list[int] | None = None) -> str | None:
     if not page_nodes:
         return f"asked {policy}, but page nodes could not be sampled"
     got = ", ".join(f"node {n}: {f:.0%}" for n, f in sorted(page_nodes.items()))
@@ -54,14 +54,19 @@ def policy_problem(policy: str, page_nodes: dict, cpu_nodes: list[int]) -> str |
         short = [n for n in wanted if page_nodes.get(str(n), 0) < INTERLEAVE_FAIR_SHARE * fair]
         if short or _share(page_nodes, wanted) < BIND_SHARE:
             return f"asked {policy}, pages on {got}"
-    if kind == "interleave" and arg == "all" and len(page_nodes) > 0:
-        fair = 1 / max(len(page_nodes), 1)
-        if any(f < INTERLEAVE_FAIR_SHARE * fair for f in page_nodes.values()):
+    if kind == "interleave" and arg == "all":
+        # Every memory node of the machine must get its share; without the
+        # machine's node list, at least the nodes that got pages must.
+        wanted = memory_nodes or [int(n) for n in page_nodes]
+        fair = 1 / len(wanted)
+        if any(page_nodes.get(str(n), 0) < INTERLEAVE_FAIR_SHARE * fair for n in wanted):
             return f"asked {policy}, pages on {got}"
     return None
 
 
 def pages_problem(pages: str, hugepage_fraction: float) -> str | None:
+    if math.isnan(hugepage_fraction):
+        return f"asked {pages}, huge-page fraction unknown"
     if pages == "4k" and hugepage_fraction > 0:
         return f"asked 4k pages, {hugepage_fraction:.0%} huge pages"
     if pages == "thp" and hugepage_fraction < THP_SHARE:
@@ -90,10 +95,15 @@ def placement_problems(record: dict) -> list[str]:
     policy = record.get("policy_requested") or record["policy"]
     resolved = record["policy"]  # remote is resolved to bind:N before the run
     problems = [
-        policy_problem(resolved, _load(record["page_nodes"]) or {}, _load(record.get("cpu_nodes")) or [])
+        policy_problem(
+            resolved,
+            _load(record["page_nodes"]) or {},
+            _load(record.get("cpu_nodes")) or [],
+            _load(record.get("memory_nodes")),
+        )
         if policy != "default"
         else None,
-        pages_problem(record["pages"], float(record["hugepage_fraction"])),
+        pages_problem(record["pages"], float("nan") if record["hugepage_fraction"] is None else float(record["hugepage_fraction"])),
         affinity_problem(
             record.get("affinity_resolved") or record["affinity"],
             int(record["threads"]),
