@@ -648,6 +648,7 @@ static void kv_provenance(jbuf_t *b, const run_t *r)
     kv_str(b, "omp_places", getenv("OMP_PLACES"));
 }
 
+
 static void set_reason(run_t *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void set_reason(run_t *r, int status, const char *fmt, ...)
@@ -669,6 +670,35 @@ static int op_final_status(const run_t *r, int i)
 static const char *status_name(int s)
 {
     return s == MB_OK ? "ok" : s == MB_SKIPPED ? "skipped" : "failed";
+}
+
+/* Opens a record with the keys every record starts with: what was asked,
+ * and the status (reason null when ok). */
+static void kv_head(jbuf_t *b, const options_t *o, const char *op, int threads,
+                    size_t size_bytes, size_t elements, int st,
+                    const char *reason)
+{
+    jb_raw(b, "{");
+    kv_int(b, "schema", MB_SCHEMA);
+    kv_str(b, "system", o->system);
+    kv_str(b, "kernel", g_family->name);
+    kv_str(b, "variant", o->variant);
+    kv_str(b, "op", op);
+    kv_int(b, "threads", threads);
+    kv_str(b, "affinity", o->affinity_str);
+    kv_str(b, "policy", o->policy_str);
+    kv_str(b, "pages", o->pages_str);
+    kv_str(b, "init", o->init_str);
+    kv_int(b, "size_bytes", (long long)size_bytes);
+    kv_int(b, "array_elements", (long long)elements);
+    kv_int(b, "arrays", g_family->narrays);
+    kv_int(b, "ntimes", o->ntimes);
+    kv_int(b, "repeat", o->repeat);
+    kv_str(b, "status", status_name(st));
+    if (st == MB_OK)
+        kv_null(b, "reason");
+    else
+        kv_str(b, "reason", reason);
 }
 
 static void emit_record(const options_t *o, const run_t *r, int i)
@@ -693,27 +723,8 @@ static void emit_record(const options_t *o, const run_t *r, int i)
     int report_bw = ran && st == MB_OK;
 
     jbuf_t b = {0};
-    jb_raw(&b, "{");
-    kv_int(&b, "schema", MB_SCHEMA);
-    kv_str(&b, "system", o->system);
-    kv_str(&b, "kernel", g_family->name);
-    kv_str(&b, "variant", o->variant);
-    kv_str(&b, "op", k->op);
-    kv_int(&b, "threads", r->threads);
-    kv_str(&b, "affinity", o->affinity_str);
-    kv_str(&b, "policy", o->policy_str);
-    kv_str(&b, "pages", o->pages_str);
-    kv_str(&b, "init", o->init_str);
-    kv_int(&b, "size_bytes", (long long)o->size_bytes);
-    kv_int(&b, "array_elements", (long long)o->elements);
-    kv_int(&b, "arrays", g_family->narrays);
-    kv_int(&b, "ntimes", o->ntimes);
-    kv_int(&b, "repeat", o->repeat);
-    kv_str(&b, "status", status_name(st));
-    if (st == MB_OK)
-        kv_null(&b, "reason");
-    else
-        kv_str(&b, "reason", r->op_status[i] != MB_OK ? r->op_reason[i] : r->reason);
+    kv_head(&b, o, k->op, r->threads, o->size_bytes, o->elements, st,
+            r->op_status[i] != MB_OK ? r->op_reason[i] : r->reason);
     if (report_bw) {
         kv_double(&b, "gbps", (double)bytes / tmin / 1e9);
         kv_double(&b, "gbps_mean", (double)bytes / (tsum / nkeep) / 1e9);
@@ -826,27 +837,7 @@ static void emit_point(const options_t *o, run_t *r, const mb_point_t *p)
         tmin = fmin(tmin, p->secs[j]);
 
     jbuf_t b = {0};
-    jb_raw(&b, "{");
-    kv_int(&b, "schema", MB_SCHEMA);
-    kv_str(&b, "system", o->system);
-    kv_str(&b, "kernel", g_family->name);
-    kv_str(&b, "variant", o->variant);
-    kv_str(&b, "op", p->op->op);
-    kv_int(&b, "threads", nt);
-    kv_str(&b, "affinity", o->affinity_str);
-    kv_str(&b, "policy", o->policy_str);
-    kv_str(&b, "pages", o->pages_str);
-    kv_str(&b, "init", o->init_str);
-    kv_int(&b, "size_bytes", (long long)p->size_bytes);
-    kv_int(&b, "array_elements", (long long)p->elements);
-    kv_int(&b, "arrays", g_family->narrays);
-    kv_int(&b, "ntimes", o->ntimes);
-    kv_int(&b, "repeat", o->repeat);
-    kv_str(&b, "status", status_name(p->status));
-    if (ok)
-        kv_null(&b, "reason");
-    else
-        kv_str(&b, "reason", p->reason);
+    kv_head(&b, o, p->op->op, nt, p->size_bytes, p->elements, p->status, p->reason);
     kv_double(&b, "gbps", ok ? p->gbps : NAN);
     kv_double(&b, "gbps_mean", ok ? p->gbps_mean : NAN);
     kv_double(&b, "gbps_wa", ok ? p->gbps_wa : NAN);
