@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from membench.topology import thp_mode
+
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"
 SMALL = ["--size", "1048576", "--ntimes", "3"]
@@ -270,15 +272,7 @@ def test_pages_4k_has_no_huge_pages(harness):
     assert all(r["hugepage_fraction"] == 0.0 for r in recs)
 
 
-def _thp_mode():
-    try:
-        text = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
-    except OSError:
-        return "missing"
-    return text[text.index("[") + 1:text.index("]")]
-
-
-@pytest.mark.skipif(_thp_mode() in ("never", "missing"), reason="THP disabled")
+@pytest.mark.skipif(thp_mode() in ("never", None), reason="THP disabled")
 def test_pages_thp_gets_huge_pages(harness):
     rc, recs, err = run(harness, "--size", str(64 << 20), "--ntimes", "2",
                         "--op", "copy", "--pages", "thp")

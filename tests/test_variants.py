@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from membench.topology import thp_mode
+
 from membench import variants
 
 REPO = Path(__file__).resolve().parents[1]
@@ -267,15 +269,7 @@ def test_byte_conventions(binaries):
         assert got == ops, (family, variant)
 
 
-def _thp_mode():
-    try:
-        text = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
-    except OSError:
-        return "missing"
-    return text[text.index("[") + 1:text.index("]")]
-
-
-@pytest.mark.skipif(_thp_mode() in ("never", "missing"), reason="THP disabled")
+@pytest.mark.skipif(thp_mode() in ("never", None), reason="THP disabled")
 @pytest.mark.parametrize("family", BANDWIDTH)
 def test_thp_gives_huge_pages_for_every_family(binaries, family):
     variant = first_runnable(family)

@@ -52,6 +52,12 @@ def _bracketed(text: str | None) -> str | None:
     return match.group(1) if match else text
 
 
+def thp_mode(root: Path = Path("/")) -> str | None:
+    """The selected transparent-huge-page mode (always, madvise, never), or
+    None where the kernel has no THP."""
+    return _bracketed(_read(root / "sys/kernel/mm/transparent_hugepage/enabled"))
+
+
 def read_cpus(root: Path) -> list[dict]:
     base = root / "sys/devices/system/cpu"
     cpus = []
@@ -174,7 +180,7 @@ def read_environment(root: Path = Path("/")) -> dict:
         "hostname": socket.gethostname(),
         "kernel": _read(root / "proc/sys/kernel/osrelease", "unknown"),
         "virtualized": "hypervisor" in flags,
-        "thp_enabled": _bracketed(_read(root / "sys/kernel/mm/transparent_hugepage/enabled")),
+        "thp_enabled": thp_mode(root),
         "thp_defrag": _bracketed(_read(root / "sys/kernel/mm/transparent_hugepage/defrag")),
         "hugepages": hugepages,
         "numa_balancing": int(numa_balancing) if numa_balancing is not None else None,
