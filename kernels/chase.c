@@ -47,6 +47,7 @@
 
 #include "kernels.h"
 #include "placement.h"
+#include "timing.h"
 
 #define CHASE_PAGE 4096
 #define CHASE_MAX_POINTS 4096
@@ -245,19 +246,6 @@ void mb_chase_break(char *base, size_t n, size_t line, const unsigned *order)
 
 /* ------------------------------------------------------------ the run */
 
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Working sets of the sweep: from, from*2^(1/ppo), ... (< size), size. */
 static int sweep_points(size_t from, size_t size, int ppo, size_t line, size_t *out, int max)
 {
@@ -279,9 +267,9 @@ void mb_chase_time(void **start, size_t loads, int ntimes, double *secs)
 {
     void *p = *start;
     for (int k = 0; k < ntimes; k++) {
-        long long t0 = now_ns();
+        long long t0 = mb_clock_ns(CLOCK_MONOTONIC);
         p = mb_kern_chase_chase(p, loads);
-        long long t1 = now_ns();
+        long long t1 = mb_clock_ns(CLOCK_MONOTONIC);
         secs[k] = (double)(t1 - t0) * 1e-9;
     }
     mb_chase_sink = p;
@@ -295,16 +283,16 @@ size_t mb_chase_calibrate(void **start, double chunk_ns)
     size_t n = 256;
     void *p = *start;
     for (;;) {
-        long long t0 = now_ns();
+        long long t0 = mb_clock_ns(CLOCK_MONOTONIC);
         p = mb_kern_chase_chase(p, n);
-        double dt = (double)(now_ns() - t0);
+        double dt = (double)(mb_clock_ns(CLOCK_MONOTONIC) - t0);
         if (dt >= chunk_ns / 8 || n >= ((size_t)1 << 40)) {
             /* the faster of two probes: a probe slowed by an interrupt
              * must not make the chunks short */
             for (int rep = 0; rep < 1; rep++) {
-                t0 = now_ns();
+                t0 = mb_clock_ns(CLOCK_MONOTONIC);
                 p = mb_kern_chase_chase(p, n);
-                double d = (double)(now_ns() - t0);
+                double d = (double)(mb_clock_ns(CLOCK_MONOTONIC) - t0);
                 dt = d < dt ? d : dt;
             }
             mb_chase_sink = p;
@@ -410,7 +398,7 @@ int mb_chase_run(mb_run_ctx_t *ctx)
 
             size_t n, unit = random ? line : stride;
             int ok;
-            long long tb = now_ns();
+            long long tb = mb_clock_ns(CLOCK_MONOTONIC);
             if (random) {
                 n = mb_chase_build_random(base, ws[w], line, group, seed, order);
                 if (ctx->test_corrupt)
@@ -424,27 +412,25 @@ int mb_chase_run(mb_run_ctx_t *ctx)
             }
             pt.elements = n;
             pt.valid = ok;
-            double build_s = (double)(now_ns() - tb) * 1e-9;
-            long long tt = now_ns();
+            double build_s = (double)(mb_clock_ns(CLOCK_MONOTONIC) - tb) * 1e-9;
+            long long tt = mb_clock_ns(CLOCK_MONOTONIC);
             size_t loads = 0;
             if (ok) {
                 void *p = base + (random ? (size_t)order[0] * line : 0);
                 loads = mb_chase_measure(&p, chunk_ns, ctx->ntimes, secs);
                 pt.secs = secs + 1;
                 pt.nsecs = ctx->ntimes - 1;
-                memcpy(sorted, secs + 1, sizeof(double) * (size_t)pt.nsecs);
-                qsort(sorted, (size_t)pt.nsecs, sizeof(double), cmp_double);
-                double med = pt.nsecs % 2 ? sorted[pt.nsecs / 2]
-                                          : 0.5 * (sorted[pt.nsecs / 2 - 1] + sorted[pt.nsecs / 2]);
-                mb_point_dbl(&pt, "ns_per_load", sorted[0] / (double)loads * 1e9);
+                double best, med, worst;
+                mb_chunk_stats(secs + 1, pt.nsecs, sorted, &best, &med, &worst);
+                mb_point_dbl(&pt, "ns_per_load", best / (double)loads * 1e9);
                 mb_point_dbl(&pt, "ns_median", med / (double)loads * 1e9);
-                mb_point_dbl(&pt, "ns_max", sorted[pt.nsecs - 1] / (double)loads * 1e9);
+                mb_point_dbl(&pt, "ns_max", worst / (double)loads * 1e9);
                 mb_point_int(&pt, "loads", (long long)loads);
                 fprintf(stderr, "chase %-6s %12zu bytes: %8.2f ns/load (median %.2f), "
                                 "%zu loads/chunk; build+verify %.3f s, timing %.3f s\n",
-                        k->op, ws[w], sorted[0] / (double)loads * 1e9,
+                        k->op, ws[w], best / (double)loads * 1e9,
                         med / (double)loads * 1e9, loads, build_s,
-                        (double)(now_ns() - tt) * 1e-9);
+                        (double)(mb_clock_ns(CLOCK_MONOTONIC) - tt) * 1e-9);
             } else {
                 pt.status = MB_FAILED;
                 mb_point_null(&pt, "ns_per_load");

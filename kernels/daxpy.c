@@ -69,39 +69,10 @@ void mb_daxpy_validate(const mb_arrays_t *A, const mb_kernel_t *const *seq, size
                        mb_validation_t *out)
 {
     static const char *const names[2] = {"x", "y"};
-    double v[2] = {DAXPY_X_INIT, DAXPY_Y_INIT};
-    for (size_t i = 0; i < nseq; i++)
-        seq[i]->model(v, A->scalar);
-    out->ok = 1;
-    out->max_rel_error = 0.0;
-    out->reason[0] = '\0';
-    const size_t n = A->n;
-    for (int k = 0; k < 2; k++) {
-        const double *restrict arr = A->v[k];
-        const double expect = v[k];
-        const double denom = fabs(expect) > 0.0 ? fabs(expect) : 1.0;
-        double worst = 0.0;
-        size_t first = (size_t)-1;
-#pragma omp parallel for schedule(static) reduction(max : worst) reduction(min : first)
-        for (size_t j = 0; j < n; j++) {
-            double e = fabs(arr[j] - expect) / denom;
-            if (!mb_isfinite(e))
-                e = HUGE_VAL;
-            if (e > worst)
-                worst = e;
-            if (e > DAXPY_TOLERANCE && j < first)
-                first = j;
-        }
-        if (worst > out->max_rel_error)
-            out->max_rel_error = worst;
-        if (worst > DAXPY_TOLERANCE && out->ok) {
-            out->ok = 0;
-            snprintf(out->reason, sizeof out->reason,
-                     "validation failed: array %s element %zu is %.17g, expected %.17g "
-                     "after %zu daxpy passes (max relative error %.3g > tolerance %g)",
-                     names[k], first, arr[first], expect, nseq, worst, DAXPY_TOLERANCE);
-        }
-    }
+    static const double start[2] = {DAXPY_X_INIT, DAXPY_Y_INIT};
+    char after[64];
+    snprintf(after, sizeof after, " after %zu daxpy passes", nseq);
+    mb_validate_uniform(A, seq, nseq, start, names, DAXPY_TOLERANCE, after, out);
 }
 
 void mb_daxpy_corrupt(mb_arrays_t *A)

@@ -119,6 +119,15 @@ const mb_kernel_t *mb_find_kernel(const char *family, const char *op)
     return NULL;
 }
 
+long long mb_kernel_bytes(const mb_kernel_t *k, size_t elem_size, size_t n, int write_allocate)
+{
+    long long per_array = (long long)elem_size * (long long)n;
+    long long bytes = (long long)(k->reads + k->writes) * per_array;
+    if (write_allocate && !k->nontemporal && !k->rmw)
+        bytes += (long long)k->writes * per_array;
+    return bytes;
+}
+
 /* __builtin_cpu_supports only accepts string literals, hence the list. */
 #define MB_FEATURE(name) \
     if (strcmp(feature, name) == 0) return __builtin_cpu_supports(name) ? 1 : 0;

@@ -268,9 +268,23 @@ const mb_kernel_t *mb_find_kernel(const char *family, const char *op);
 /* 1 if the CPU supports the named feature (NULL = no requirement); -1 if the
  * name is unknown to this harness. */
 int mb_cpu_supports(const char *feature);
+/* Bytes one pass of op k moves over n elements of elem_size bytes (STREAM
+ * counting: reads + writes); with write_allocate also the read of every
+ * written line before it is written, unless the stores are non-temporal or
+ * the op read that array anyway (rmw). */
+long long mb_kernel_bytes(const mb_kernel_t *k, size_t elem_size, size_t n, int write_allocate);
 /* Print the table (all families, linked or not) to f. */
 #include <stdio.h>
 void mb_print_table(FILE *f, const char *selected_family);
+
+/* Validation of a family whose every array holds one value throughout
+ * (validate.c): the models of seq[0..nseq-1] replayed on start[] (one value
+ * per array), then every element of the A->narrays arrays checked against
+ * its array's value within a relative tolerance.  `after` follows the
+ * expected value in the reason (e.g. " after 9 daxpy passes"). */
+void mb_validate_uniform(const mb_arrays_t *A, const mb_kernel_t *const *seq, size_t nseq,
+                         const double *start, const char *const *names, double tolerance,
+                         const char *after, mb_validation_t *out);
 
 #define MB_WEAK __attribute__((weak))
 

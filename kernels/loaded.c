@@ -35,6 +35,7 @@
 
 #include "kernels.h"
 #include "placement.h"
+#include "timing.h"
 
 #define LOADED_SCALAR 3.0
 
@@ -95,19 +96,6 @@ static inline void spin(long long d)
     }
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* per load thread */
 typedef struct loader {
     mb_mapping_t maps[3];
@@ -129,11 +117,11 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
     const long long *opt = ctx->opt;
     int nt = ctx->threads, nload = nt - 1;
     int triad = strcmp(k->op, "triad") == 0;
-    int narr = triad ? 3 : 1;
+    int narr = k->reads + k->writes; /* the loader's own arrays */
     size_t n = ctx->size_bytes / sizeof(double);
     size_t block = (size_t)opt[OPT_EVERY] * line / sizeof(double);
     long long delay = opt[OPT_DELAY];
-    double elem_bytes = (double)(narr * sizeof(double));
+    double elem_bytes = (double)mb_kernel_bytes(k, sizeof(double), 1, 0);
     char *base = chase_map->addr;
 
     mb_point_t pt;
@@ -173,7 +161,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
         }
 
     size_t loads = 0;
-    double t_min = 0, t_med = 0;
+    double t_min = 0, t_med = 0, t_max = 0;
     if (ok && st == MB_OK) {
         int phase = PH_START; /* written by the chaser, read by the loaders */
         int ready = 0;
@@ -189,12 +177,12 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
                 } while (r < nload);
                 __atomic_store_n(&phase, PH_WARM, __ATOMIC_RELEASE);
                 void *p = base + (size_t)order[0] * line;
-                chase_t0 = now_s();
+                chase_t0 = mb_clock_seconds(CLOCK_MONOTONIC);
                 __atomic_store_n(&phase, PH_TIMED, __ATOMIC_RELEASE);
                 loads = mb_chase_measure(&p, (double)opt[OPT_CHUNK_MS] * 1e6, ctx->ntimes,
                                          secs);
                 __atomic_store_n(&phase, PH_STOP, __ATOMIC_RELEASE);
-                chase_t1 = now_s();
+                chase_t1 = mb_clock_seconds(CLOCK_MONOTONIC);
             } else if (t <= nload) {
                 loader_t *me = &L[t - 1];
                 /* first touch by the owner: a = 0, b = 1 + j%8, c = 2 (triad);
@@ -234,10 +222,10 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
                     if (ph >= PH_TIMED && !seen_timed) {
                         seen_timed = 1;
                         b0 = bytes;
-                        t0 = now_s();
+                        t0 = mb_clock_seconds(CLOCK_MONOTONIC);
                     }
                     if (ph == PH_STOP && seen_timed) {
-                        double dt = now_s() - t0;
+                        double dt = mb_clock_seconds(CLOCK_MONOTONIC) - t0;
                         me->secs_window = dt > 0 ? dt : 1e-9;
                         me->bytes_window = bytes - b0;
                     }
@@ -297,10 +285,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
         ok = ok && lok;
 
         int nkeep = ctx->ntimes - 1;
-        memcpy(sorted, secs + 1, sizeof(double) * (size_t)nkeep);
-        qsort(sorted, (size_t)nkeep, sizeof(double), cmp_double);
-        t_min = sorted[0];
-        t_med = nkeep % 2 ? sorted[nkeep / 2] : 0.5 * (sorted[nkeep / 2 - 1] + sorted[nkeep / 2]);
+        mb_chunk_stats(secs + 1, nkeep, sorted, &t_min, &t_med, &t_max);
         double gbps = 0;
         long long minpasses = -1;
         for (int l = 0; l < nload; l++) {
@@ -310,16 +295,16 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
                 minpasses = L[l].passes;
         }
         pt.gbps = pt.gbps_mean = gbps;
-        pt.gbps_wa = triad ? gbps * 4.0 / 3.0 : gbps;
-        pt.bytes_per_iter = (long long)((double)n * elem_bytes);
-        pt.bytes_per_iter_wa = triad ? pt.bytes_per_iter * 4 / 3 : pt.bytes_per_iter;
+        pt.bytes_per_iter = mb_kernel_bytes(k, sizeof(double), n, 0);
+        pt.bytes_per_iter_wa = mb_kernel_bytes(k, sizeof(double), n, 1);
+        pt.gbps_wa = gbps * (double)pt.bytes_per_iter_wa / (double)pt.bytes_per_iter;
         pt.secs = secs + 1;
         pt.nsecs = nkeep;
         pt.valid = ok;
         pt.status = ok ? MB_OK : MB_FAILED;
         mb_point_dbl(&pt, "ns_per_load", ok ? t_min / (double)loads * 1e9 : NAN);
         mb_point_dbl(&pt, "ns_median", ok ? t_med / (double)loads * 1e9 : NAN);
-        mb_point_dbl(&pt, "ns_max", ok ? sorted[nkeep - 1] / (double)loads * 1e9 : NAN);
+        mb_point_dbl(&pt, "ns_max", ok ? t_max / (double)loads * 1e9 : NAN);
         mb_point_int(&pt, "loads", (long long)loads);
         mb_point_int(&pt, "loader_passes_min", minpasses);
         mb_point_dbl(&pt, "window_seconds", window);
@@ -378,8 +363,8 @@ int mb_loaded_run(mb_run_ctx_t *ctx)
     }
     int maxarr = 1;
     for (int i = 0; i < ctx->nops; i++)
-        if (ctx->op_ok[i] && strcmp(ctx->ops[i]->op, "triad") == 0)
-            maxarr = 3;
+        if (ctx->op_ok[i] && ctx->ops[i]->reads + ctx->ops[i]->writes > maxarr)
+            maxarr = ctx->ops[i]->reads + ctx->ops[i]->writes;
     int st = mb_pages_check((mb_pages_kind_t)ctx->pages, size,
                             1 + maxarr * (ctx->threads - 1), ctx->reason, sizeof ctx->reason);
     if (st != MB_OK)
