@@ -47,22 +47,19 @@ void mb_daxpy_daxpy(mb_arrays_t *A)
 /* x[0] = x, x[1] = y */
 void mb_daxpy_model_daxpy(double *v, double a) { v[1] = v[1] + a * v[0]; }
 
-void mb_daxpy_init(mb_arrays_t *A, int parallel)
+static void daxpy_fill(mb_arrays_t *A, size_t lo, size_t hi)
 {
     double *restrict x = A->v[0];
     double *restrict y = A->v[1];
-    const size_t n = A->n;
-#pragma omp parallel if (parallel)
-    {
-        size_t lo = 0, hi = n;
-        if (parallel)
-            mb_thread_range(n, DAXPY_UNIT, omp_get_thread_num(), omp_get_num_threads(), &lo,
-                            &hi);
-        for (size_t i = lo; i < hi; i++) {
-            x[i] = DAXPY_X_INIT;
-            y[i] = DAXPY_Y_INIT;
-        }
+    for (size_t i = lo; i < hi; i++) {
+        x[i] = DAXPY_X_INIT;
+        y[i] = DAXPY_Y_INIT;
     }
+}
+
+void mb_daxpy_init(mb_arrays_t *A, int parallel)
+{
+    mb_first_touch(A, DAXPY_UNIT, parallel, daxpy_fill);
 }
 
 void mb_daxpy_validate(const mb_arrays_t *A, const mb_kernel_t *const *seq, size_t nseq,

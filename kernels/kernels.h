@@ -277,8 +277,16 @@ long long mb_kernel_bytes(const mb_kernel_t *k, size_t elem_size, size_t n, int 
 #include <stdio.h>
 void mb_print_table(FILE *f, const char *selected_family);
 
+/* First touch (arrays.c): fill(A, lo, hi) writes the initial values of
+ * elements [lo, hi).  With parallel, each thread of the team fills its
+ * mb_thread_range share (boundaries multiples of `unit`), the split of the
+ * family's kernels, so each thread streams the pages it touched; else the
+ * calling thread fills all. */
+void mb_first_touch(mb_arrays_t *A, size_t unit, int parallel,
+                    void (*fill)(mb_arrays_t *A, size_t lo, size_t hi));
+
 /* Validation of a family whose every array holds one value throughout
- * (validate.c): the models of seq[0..nseq-1] replayed on start[] (one value
+ * (arrays.c): the models of seq[0..nseq-1] replayed on start[] (one value
  * per array), then every element of the A->narrays arrays checked against
  * its array's value within a relative tolerance.  `after` follows the
  * expected value in the reason (e.g. " after 9 daxpy passes"). */
@@ -287,6 +295,15 @@ void mb_validate_uniform(const mb_arrays_t *A, const mb_kernel_t *const *seq, si
                          const char *after, mb_validation_t *out);
 
 #define MB_WEAK __attribute__((weak))
+
+/* The hooks of a family with the harness's bandwidth loop, named
+ * mb_<family>_init, _validate and _corrupt (see mb_family_t). */
+#define MB_FAMILY_HOOKS(family)                                                        \
+    MB_WEAK void mb_##family##_init(mb_arrays_t *A, int parallel);                     \
+    MB_WEAK void mb_##family##_validate(const mb_arrays_t *A,                          \
+                                        const mb_kernel_t *const *seq, size_t nseq,    \
+                                        mb_validation_t *out);                         \
+    MB_WEAK void mb_##family##_corrupt(mb_arrays_t *A)
 
 /* ---- family "stream" (stream.c) ---- */
 MB_WEAK void mb_stream_copy(mb_arrays_t *A);
@@ -297,36 +314,20 @@ MB_WEAK void mb_stream_model_copy(double *x, double s);
 MB_WEAK void mb_stream_model_scale(double *x, double s);
 MB_WEAK void mb_stream_model_add(double *x, double s);
 MB_WEAK void mb_stream_model_triad(double *x, double s);
-MB_WEAK void mb_stream_init(mb_arrays_t *A, int parallel);
-MB_WEAK void mb_stream_validate(const mb_arrays_t *A,
-                                const mb_kernel_t *const *seq, size_t nseq,
-                                mb_validation_t *out);
-MB_WEAK void mb_stream_corrupt(mb_arrays_t *A);
+MB_FAMILY_HOOKS(stream);
 
 /* ---- family "readonly" (readonly.c) ---- */
 MB_WEAK void mb_readonly_sum(mb_arrays_t *A);
-MB_WEAK void mb_readonly_init(mb_arrays_t *A, int parallel);
-MB_WEAK void mb_readonly_validate(const mb_arrays_t *A,
-                                  const mb_kernel_t *const *seq, size_t nseq,
-                                  mb_validation_t *out);
-MB_WEAK void mb_readonly_corrupt(mb_arrays_t *A);
+MB_FAMILY_HOOKS(readonly);
 
 /* ---- family "xor" (xor.c) ---- */
 MB_WEAK void mb_xor_xor(mb_arrays_t *A);
-MB_WEAK void mb_xor_init(mb_arrays_t *A, int parallel);
-MB_WEAK void mb_xor_validate(const mb_arrays_t *A,
-                             const mb_kernel_t *const *seq, size_t nseq,
-                             mb_validation_t *out);
-MB_WEAK void mb_xor_corrupt(mb_arrays_t *A);
+MB_FAMILY_HOOKS(xor);
 
 /* ---- family "daxpy" (daxpy.c) ---- */
 MB_WEAK void mb_daxpy_daxpy(mb_arrays_t *A);
 MB_WEAK void mb_daxpy_model_daxpy(double *x, double s);
-MB_WEAK void mb_daxpy_init(mb_arrays_t *A, int parallel);
-MB_WEAK void mb_daxpy_validate(const mb_arrays_t *A,
-                               const mb_kernel_t *const *seq, size_t nseq,
-                               mb_validation_t *out);
-MB_WEAK void mb_daxpy_corrupt(mb_arrays_t *A);
+MB_FAMILY_HOOKS(daxpy);
 
 /* ---- family "chase" (chase.c): pointer-chase latency ---- */
 MB_WEAK void mb_chase_chase(mb_arrays_t *A);

@@ -178,20 +178,17 @@ static double ro_closed_form(size_t n)
     return (double)((unsigned long long)(n / 8) * 36ULL + r * (r + 1) / 2);
 }
 
-void mb_readonly_init(mb_arrays_t *A, int parallel)
+static void ro_fill(mb_arrays_t *A, size_t lo, size_t hi)
 {
     double *restrict a = A->v[0];
-    const size_t n = A->n;
-#pragma omp parallel if (parallel)
-    {
-        size_t lo = 0, hi = n;
-        if (parallel)
-            mb_thread_range(n, RO_UNIT, omp_get_thread_num(), omp_get_num_threads(), &lo,
-                            &hi);
-        for (size_t j = lo; j < hi; j++)
-            a[j] = (double)((j & 7) + 1);
-    }
-    ro_expected = ro_closed_form(n);
+    for (size_t j = lo; j < hi; j++)
+        a[j] = (double)((j & 7) + 1);
+}
+
+void mb_readonly_init(mb_arrays_t *A, int parallel)
+{
+    mb_first_touch(A, RO_UNIT, parallel, ro_fill);
+    ro_expected = ro_closed_form(A->n);
     ro_calls = ro_bad = 0;
 }
 

@@ -229,34 +229,29 @@ void mb_stream_model_scale(double *x, double s) { x[1] = s * x[2]; }
 void mb_stream_model_add(double *x, double s) { (void)s; x[2] = x[0] + x[1]; }
 void mb_stream_model_triad(double *x, double s) { x[0] = x[1] + s * x[2]; }
 
-void mb_stream_init(mb_arrays_t *A, int parallel)
+static void st_fill(mb_arrays_t *A, size_t lo, size_t hi)
 {
     double *restrict a = A->v[0];
     double *restrict b = A->v[1];
     double *restrict c = A->v[2];
-    const size_t n = A->n;
-    /* Same split as the kernels, so each thread first-touches the pages it
-     * later streams (or the calling thread touches all of them). */
-#if ST_EXPLICIT
-#pragma omp parallel if (parallel)
-    {
-        size_t lo = 0, hi = n;
-        if (parallel)
-            mb_thread_range(n, ST_UNIT, omp_get_thread_num(), omp_get_num_threads(), &lo,
-                            &hi);
-        for (size_t j = lo; j < hi; j++) {
-            a[j] = STREAM_A_INIT;
-            b[j] = STREAM_B_INIT;
-            c[j] = STREAM_C_INIT;
-        }
-    }
-#else
-#pragma omp parallel for schedule(static) if (parallel)
-    for (size_t j = 0; j < n; j++) {
+    for (size_t j = lo; j < hi; j++) {
         a[j] = STREAM_A_INIT;
         b[j] = STREAM_B_INIT;
         c[j] = STREAM_C_INIT;
     }
+}
+
+/* Same split as the kernels, so each thread first-touches the pages it
+ * later streams (or the calling thread touches all of them). */
+void mb_stream_init(mb_arrays_t *A, int parallel)
+{
+#if ST_EXPLICIT
+    mb_first_touch(A, ST_UNIT, parallel, st_fill);
+#else
+    const size_t n = A->n;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (size_t j = 0; j < n; j++)
+        st_fill(A, j, j + 1);
 #endif
 }
 

@@ -50,19 +50,16 @@ void mb_xor_xor(mb_arrays_t *A)
     }
 }
 
-void mb_xor_init(mb_arrays_t *A, int parallel)
+static void xor_fill(mb_arrays_t *A, size_t lo, size_t hi)
 {
     uint64_t *restrict x = A->v[0];
-    const size_t n = A->n;
-#pragma omp parallel if (parallel)
-    {
-        size_t lo = 0, hi = n;
-        if (parallel)
-            mb_thread_range(n, XOR_UNIT, omp_get_thread_num(), omp_get_num_threads(), &lo,
-                            &hi);
-        for (size_t i = lo; i < hi; i++)
-            x[i] = xor_initial(i);
-    }
+    for (size_t i = lo; i < hi; i++)
+        x[i] = xor_initial(i);
+}
+
+void mb_xor_init(mb_arrays_t *A, int parallel)
+{
+    mb_first_touch(A, XOR_UNIT, parallel, xor_fill);
 }
 
 void mb_xor_validate(const mb_arrays_t *A, const mb_kernel_t *const *seq, size_t nseq,

@@ -1,12 +1,26 @@
 /*
- * membench validation of families whose every array holds one value
- * throughout (stream, daxpy): the ops that ran are replayed on one value per
- * array, then every element is checked against its array's value.
+ * membench: the arrays of the bandwidth families, what they share: first
+ * touch along the kernels' own split, and the check of families whose every
+ * array holds one value throughout (stream, daxpy).
  */
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 
 #include "kernels.h"
+
+void mb_first_touch(mb_arrays_t *A, size_t unit, int parallel,
+                    void (*fill)(mb_arrays_t *A, size_t lo, size_t hi))
+{
+#pragma omp parallel if (parallel)
+    {
+        size_t lo = 0, hi = A->n;
+        if (parallel)
+            mb_thread_range(A->n, unit, omp_get_thread_num(), omp_get_num_threads(), &lo,
+                            &hi);
+        fill(A, lo, hi);
+    }
+}
 
 void mb_validate_uniform(const mb_arrays_t *A, const mb_kernel_t *const *seq, size_t nseq,
                          const double *start, const char *const *names, double tolerance,
