@@ -1,4 +1,10 @@
+# Variant names may hold hyphens (nt-avx512, v012-avx512), so the kernel
+# wildcard only matches a family of kernels/variants.yaml: the split of
+# <kernel>-<variant> is then unambiguous.
 rule build_kernel:
+    wildcard_constraints:
+        kernel=variants.family_pattern(VARIANTS),
+        variant=variants.variant_pattern(VARIANTS),
     input:
         sources=variants.source_paths(VARIANTS, KERNEL_DIR),
         headers=variants.header_paths(VARIANTS, KERNEL_DIR),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -18,6 +19,17 @@ def families(table: dict) -> dict[str, dict]:
 
 def variant_names(table: dict, family: str) -> list[str]:
     return list(table["families"][family]["variants"])
+
+
+def family_pattern(table: dict) -> str:
+    """A regex matching exactly the family names (a wildcard constraint)."""
+    return "|".join(re.escape(name) for name in sorted(families(table), key=len, reverse=True))
+
+
+def variant_pattern(table: dict) -> str:
+    """A regex matching exactly the variant names of any family."""
+    names = {v for family in families(table) for v in variant_names(table, family)}
+    return "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
 
 
 def source_paths(table: dict, kernel_dir: Path) -> list[str]:
