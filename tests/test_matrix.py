@@ -1,5 +1,6 @@
 """Config validation (every problem at once) and expansion into cells."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,97 @@ def test_every_shipped_config_is_valid(name, repo, schema_path, table):
     config = yaml.safe_load((repo / "config" / name).read_text())
     _, cells = load(config, schema_path, table)
     assert cells
+
+
+# Every key of the grammar set once, to put a value of the wrong type at each.
+FULL = {
+    "system": "box", "systems": {"a": {"partition": "p", "constraint": "c", "account": "x"}}, "repeats": 1,
+    "ntimes": 2, "figures_only": False, "shuffle_seed": 1,
+    "experiments": {
+        "e": {
+            "kernel": "chase", "variants": ["default"], "threads": [1], "affinity": ["cpus:0-1"], "policy": ["default"],
+            "pages": ["4k"], "init": ["parallel"], "size": ["1MiB"], "prefetch_distance": [64],
+            "load_op": ["triad"], "load_delay": [0], "sweep_from": "4KiB", "points_per_octave": 1, "repeats": 1,
+            "ntimes": 2, "exclude": [{"size": "2MiB", "variant": "default", "affinity": "none"}],
+        }
+    },
+}  # fmt: skip
+WRONG_TYPES = [["x"], {"a": 1}, "x", 3, None, True, 1.5, [[1]], [None]]
+
+
+def _key_paths(node, path=()):
+    if path:
+        yield path
+    children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, child in children:
+        yield from _key_paths(child, (*path, key))
+
+
+def _where(path) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+@pytest.mark.parametrize("path", list(_key_paths(FULL)), ids=_where)
+def test_a_value_of_the_wrong_type_anywhere_is_a_listed_problem(path, schema_path, table):
+    schema = matrix.load_schema(schema_path)
+    """Never a traceback: the problem names the key, the value and what is
+    allowed, whatever type the YAML gave."""
+    load(FULL, schema_path, table)  # the unmodified config is valid
+    original = FULL
+    for key in path:
+        original = original[key]
+    for wrong in (w for w in WRONG_TYPES if type(w) is not type(original)):
+        config = json.loads(json.dumps(FULL))
+        parent = config
+        for key in path[:-1]:
+            parent = parent[key]
+        parent[path[-1]] = wrong
+        with pytest.raises(matrix.ConfigError) as caught:
+            matrix.validate(config, schema, table)
+        where = _where(path)
+        shown = [repr(wrong)] + [repr(v) for v in (wrong.values() if isinstance(wrong, dict) else wrong if isinstance(wrong, list) else ())]
+        named = [
+            p
+            for p in caught.value.problems
+            if (p.split(":")[0].startswith(where) or where.startswith(p.split(":")[0]))
+            and any(v in p for v in shown)
+            and ("allowed" in p or "required" in p)
+        ]
+        assert named, f"{where} = {wrong!r}:\n{caught.value}"
+
+
+def test_semantic_mistakes_are_reported_together(schema_path, table):
+    config = {
+        "experiments": {
+            "pinned": {"kernel": "stream", "affinity": ["cpus:0-1,5-3", "cpus:0-3"]},
+            "sweep": {"kernel": "chase", "size": ["256KiB", "1MiB"], "sweep_from": "512KiB"},
+            "gone": {"kernel": "stream", "threads": [1, 2], "exclude": [{"threads": 1}, {"threads": 2}]},
+            "typo": {"kernel": "readonly", "exclude": [{"affinity": "compakt"}, {"variant": "v099"}, {"size": [1]}]},
+            "fine": {"kernel": "stream", "threads": [1, 2], "exclude": [{"threads": 1}]},
+        }
+    }
+    with pytest.raises(matrix.ConfigError) as caught:
+        load(config, schema_path, table)
+    problems = caught.value.problems
+    expected = [
+        ("experiments.pinned.affinity[0]: 'cpus:0-1,5-3'", "backwards"),
+        ("experiments.sweep.sweep_from: '512KiB' (524288 bytes) exceeds size '256KiB'", "allowed"),
+        ("experiments.gone.exclude: [{'threads': 1}, {'threads': 2}] removes every cell", "allowed"),
+        ("experiments.typo.exclude[0].affinity: 'compakt'", "allowed: one value of the affinity axis: none"),
+        ("experiments.typo.exclude[1].variant: 'v099'", "v012-avx512"),
+        ("experiments.typo.exclude[2].size: [1]", "allowed: one value of the size axis"),
+    ]
+    for start, word in expected:
+        assert any(p.startswith(start) and word in p for p in problems), f"{start}:\n" + "\n".join(problems)
+    assert len(problems) == len(expected), "\n".join(problems)
+
+
+def test_a_range_written_forwards_and_a_sweep_up_to_the_size_are_fine(schema_path, table):
+    config = {
+        "experiments": {
+            "pinned": {"kernel": "stream", "affinity": ["cpus:1-1,2-3"]},
+            "sweep": {"kernel": "chase", "size": ["512KiB"], "sweep_from": "512KiB"},
+        }
+    }
+    _, cells = load(config, schema_path, table)
+    assert len(cells) == 2

@@ -181,11 +181,46 @@ def _explain(error: jsonschema.ValidationError, root: dict) -> list[str]:
         return [f"{where}: {error.instance!r} is not allowed; allowed: >= {error.validator_value}"]
     if error.validator in ("minItems", "minProperties"):
         return [f"{where}: {error.instance!r} is empty; give at least {error.validator_value}"]
+    # The deepest schema node says best what this key accepts.
     nodes = _schema_at(root, error.absolute_schema_path)
-    hints = [n["x-allowed"] for n in nodes if "x-allowed" in n]
-    hints += [n["description"] for n in nodes if "description" in n]
-    allowed = hints[0] if hints else error.message
+    allowed = next((_allowed(n) for n in reversed(nodes) if _allowed(n)), error.message)
+    if error.validator == "type":
+        got = YAML_TYPES.get(type(error.instance).__name__, type(error.instance).__name__)
+        return [f"{where}: {error.instance!r} is {got}, of the wrong type; allowed: {allowed}"]
     return [f"{where}: {error.instance!r} is not allowed; allowed: {allowed}"]
+
+
+# What a value of each Python type is called in YAML terms.
+YAML_TYPES = {
+    "list": "a list",
+    "dict": "a mapping",
+    "str": "a string",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true/false",
+    "NoneType": "empty (null)",
+}
+
+
+def _allowed(node: dict) -> str | None:
+    """What a schema node accepts, in words: its x-allowed hint, its enum,
+    or its type (a list of what its items accept)."""
+    if "x-allowed" in node:
+        return node["x-allowed"]
+    if "enum" in node:
+        return ", ".join(map(str, node["enum"]))
+    kind = node.get("type")
+    if kind == "array":
+        return f"a list of: {_allowed(node.get('items', {})) or 'values'}"
+    if kind == "integer":
+        return "an integer" + (f" >= {node['minimum']}" if "minimum" in node else "")
+    if kind == "boolean":
+        return "true or false"
+    if kind == "object":
+        return "a mapping" + (f" of {', '.join(node['properties'])}" if "properties" in node else "")
+    if kind == "string":
+        return "a single string"
+    return None
 
 
 def _apply_defaults(config: dict, schema: dict) -> dict:
@@ -203,43 +238,117 @@ def _apply_defaults(config: dict, schema: dict) -> dict:
     return config
 
 
-def _semantic_problems(config: dict, variants_table: dict) -> list[str]:
-    """Checks the schema cannot express (variant names, exclude axes), run
-    on the raw config so they are reported together with schema errors."""
-    problems = []
+# The config key of each axis an exclude entry may name.
+AXIS_KEYS = {axis: "variants" if axis == "variant" else axis for axis in AXES}
+
+
+def _semantic_problems(config: dict, schema: dict, variants_table: dict) -> dict[str, list[str]]:
+    """Checks the schema cannot express (variant names, exclude entries,
+    CPU ranges, sweep bounds), run on the raw config so they are reported
+    together with schema errors; problems by experiment name. Every check
+    guards its own types: a value of the wrong type is the schema's to
+    report, never a traceback here."""
     experiments = config.get("experiments")
     if not isinstance(experiments, dict):
-        return problems
-    for name, experiment in experiments.items():
-        if not isinstance(experiment, dict):
-            continue
-        where = f"experiments.{name}"
-        if experiment.get("kernel") == "chase" and any(t != 1 for t in _list_of(experiment.get("threads"))):
+        return {}
+    return {
+        name: _experiment_problems(f"experiments.{name}", experiment, schema, variants_table)
+        for name, experiment in experiments.items()
+        if isinstance(experiment, dict)
+    }
+
+
+def _experiment_problems(where: str, experiment: dict, schema: dict, variants_table: dict) -> list[str]:
+    problems = []
+    kernel = experiment.get("kernel")
+    if kernel == "chase" and any(t != 1 for t in _list_of(experiment.get("threads"))):
+        problems.append(
+            f"{where}.threads: {experiment.get('threads')!r} is not allowed for chase; "
+            "allowed: [1] (one pinned thread chases; use kernel loaded for latency under load)"
+        )
+    for i, affinity in enumerate(_list_of(experiment.get("affinity"))):
+        problems += _backwards_ranges(f"{where}.affinity[{i}]", affinity)
+    if kernel == "chase":
+        problems += _sweep_problems(where, experiment)
+    known = variant_names(variants_table, kernel) if isinstance(kernel, str) and kernel in families(variants_table) else None
+    for i, variant in enumerate(_list_of(experiment.get("variants"))):
+        if known is not None and isinstance(variant, str) and variant != "all" and variant not in known:
             problems.append(
-                f"{where}.threads: {experiment.get('threads')!r} is not allowed for chase; "
-                "allowed: [1] (one pinned thread chases; use kernel loaded for latency under load)"
+                f"{where}.variants[{i}]: {variant!r} is not a variant of {kernel}; allowed: all, {', '.join(known)}"
             )
-        if experiment.get("kernel") not in families(variants_table):
-            continue
-        known = variant_names(variants_table, experiment["kernel"])
-        for i, variant in enumerate(_list_of(experiment.get("variants"))):
-            if variant != "all" and variant not in known:
-                problems.append(
-                    f"{where}.variants[{i}]: {variant!r} is not a variant of "
-                    f"{experiment['kernel']}; allowed: all, {', '.join(known)}"
-                )
-        for i, entry in enumerate(_list_of(experiment.get("exclude"))):
-            for key, value in entry.items() if isinstance(entry, dict) else ():
-                if key not in AXES:
-                    problems.append(
-                        f"{where}.exclude[{i}]: unknown axis {key!r} (value "
-                        f"{value!r}); allowed axes: {', '.join(AXES)}"
-                    )
+    for i, entry in enumerate(_list_of(experiment.get("exclude"))):
+        for key, value in entry.items() if isinstance(entry, dict) else ():
+            problems += _exclude_problems(f"{where}.exclude[{i}]", key, value, schema, known)
     return problems
+
+
+def _backwards_ranges(where: str, affinity) -> list[str]:
+    if not isinstance(affinity, str) or not affinity.startswith("cpus:"):
+        return []
+    return [
+        f"{where}: {affinity!r} has the range {low}-{high} backwards; allowed: ranges low-high "
+        f"(here {high}-{low})"
+        for low, high in re.findall(r"([0-9]+)-([0-9]+)", affinity)
+        if int(low) > int(high)
+    ]
+
+
+def _sweep_problems(where: str, experiment: dict) -> list[str]:
+    """The chase sweep runs from sweep_from up to each size: never downwards."""
+    try:
+        start = parse_size(experiment.get("sweep_from", "4KiB"))
+    except (TypeError, ValueError):
+        return []  # the schema reports it
+    problems = []
+    for size in _list_of(experiment.get("size")):
+        try:
+            end = parse_size(size)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(end, int) and isinstance(start, int) and start > end:
+            problems.append(
+                f"{where}.sweep_from: {experiment.get('sweep_from', '4KiB')!r} ({start} bytes) exceeds "
+                f"size {size!r} ({end} bytes); allowed: at most the smallest size of the sweep"
+            )
+    return problems
+
+
+def _exclude_problems(where: str, key, value, schema: dict, known_variants: list[str] | None) -> list[str]:
+    """An exclude entry names a real axis and a value that axis accepts; a
+    typo would otherwise match nothing and exclude nothing."""
+    if key not in AXES:
+        return [f"{where}: unknown axis {key!r} (value {value!r}); allowed axes: {', '.join(AXES)}"]
+    item = schema["$defs"]["experiment"]["properties"][AXIS_KEYS[key]]["items"]
+    if key == "variant" and known_variants is not None:
+        allowed = ", ".join(known_variants)
+        ok = isinstance(value, str) and value in known_variants
+    else:
+        allowed = item.get("x-allowed") or ", ".join(map(str, item.get("enum", []))) or item.get("type")
+        ok = jsonschema.Draft202012Validator(item).is_valid(value)
+    if ok:
+        problems = _backwards_ranges(f"{where}.{key}", value) if key == "affinity" else []
+        return problems
+    return [f"{where}.{key}: {value!r} is not allowed; allowed: one value of the {key} axis: {allowed}"]
 
 
 def _list_of(value) -> list:
     return value if isinstance(value, list) else []
+
+
+def _empty_experiments(config: dict, schema: dict, variants_table: dict, names: list[str]) -> list[str]:
+    """An experiment whose exclude entries remove every cell would measure
+    nothing and say nothing: an error. Checked on experiments that are
+    otherwise valid (the others cannot be expanded)."""
+    problems = []
+    for name in names:
+        experiment = _apply_defaults({"experiments": {name: config["experiments"][name]}}, schema)
+        experiment = experiment["experiments"][name]
+        if not _experiment_cells(name, experiment, variants_table):
+            problems.append(
+                f"experiments.{name}.exclude: {experiment['exclude']!r} removes every cell of the "
+                "experiment; allowed: entries that leave at least one cell"
+            )
+    return problems
 
 
 def validate(config: dict, schema: dict, variants_table: dict) -> dict:
@@ -247,12 +356,20 @@ def validate(config: dict, schema: dict, variants_table: dict) -> dict:
     if not isinstance(config, dict):
         raise ConfigError([f"(top level): expected a mapping, got {config!r}"])
     validator = jsonschema.Draft202012Validator(schema)
-    problems = []
+    problems, broken = [], set()
     for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
         problems.extend(_explain(error, schema))
-    problems += _semantic_problems(config, variants_table)
+        path = list(error.absolute_path)
+        broken.add(path[1] if len(path) > 1 and path[0] == "experiments" else None)
+    for name, found in _semantic_problems(config, schema, variants_table).items():
+        problems += found
+        if found:
+            broken.add(name)
+    if isinstance(config.get("experiments"), dict):
+        intact = [n for n in config["experiments"] if n not in broken]
+        problems += _empty_experiments(config, schema, variants_table, intact)
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(sorted(problems))
     return _apply_defaults(config, schema)
 
 
@@ -272,27 +389,36 @@ def expand(config: dict, variants_table: dict) -> list[Cell]:
     duplicates (e.g. both close and compact) listed once."""
     cells: dict[str, Cell] = {}
     for name, experiment in config["experiments"].items():
-        kernel = experiment["kernel"]
-        variants = experiment["variants"]
-        if "all" in variants:
-            variants = variant_names(variants_table, kernel)
-        axes = {
-            "variant": variants,
-            "threads": experiment["threads"],
-            "affinity": [canonical_affinity(a) for a in experiment["affinity"]],
-            "policy": experiment["policy"],
-            "pages": experiment["pages"],
-            "init": experiment["init"],
-            "size": [parse_size(s) for s in experiment["size"]],
-            "prefetch_distance": experiment["prefetch_distance"],
-            "load_op": experiment["load_op"],
-            "load_delay": experiment["load_delay"],
-        }
-        for combo in itertools.product(*axes.values()):
-            values = dict(zip(axes, combo))
-            if _excluded(values, experiment["exclude"]):
-                continue
-            cell = Cell(
+        for cell in _experiment_cells(name, experiment, variants_table):
+            cells.setdefault(cell.id, cell)
+    return list(cells.values())
+
+
+def _experiment_cells(name: str, experiment: dict, variants_table: dict) -> list[Cell]:
+    """The cross product of one experiment's axes, minus its exclusions."""
+    kernel = experiment["kernel"]
+    variants = experiment["variants"]
+    if "all" in variants:
+        variants = variant_names(variants_table, kernel)
+    axes = {
+        "variant": variants,
+        "threads": experiment["threads"],
+        "affinity": [canonical_affinity(a) for a in experiment["affinity"]],
+        "policy": experiment["policy"],
+        "pages": experiment["pages"],
+        "init": experiment["init"],
+        "size": [parse_size(s) for s in experiment["size"]],
+        "prefetch_distance": experiment["prefetch_distance"],
+        "load_op": experiment["load_op"],
+        "load_delay": experiment["load_delay"],
+    }
+    cells = []
+    for combo in itertools.product(*axes.values()):
+        values = dict(zip(axes, combo))
+        if _excluded(values, experiment["exclude"]):
+            continue
+        cells.append(
+            Cell(
                 experiment=name,
                 kernel=kernel,
                 repeats=experiment["repeats"],
@@ -301,8 +427,8 @@ def expand(config: dict, variants_table: dict) -> list[Cell]:
                 points_per_octave=experiment["points_per_octave"],
                 **values,
             )
-            cells.setdefault(cell.id, cell)
-    return list(cells.values())
+        )
+    return cells
 
 
 def load(config: dict, schema_path: Path, variants_table: dict) -> tuple[dict, list[Cell]]:
