@@ -60,3 +60,21 @@ def test_atomic_write_leaves_whole_files_only(tmp_path, monkeypatch):
         records.write_jsonl_atomic(target, [OK])
     assert len(records.read_jsonl(target)) == 2  # the old file is intact
     assert sorted(p.name for p in target.parent.iterdir()) == ["r0.jsonl"]  # no temp file left
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027, 0o002, 0o077])
+def test_atomic_write_honours_the_umask(tmp_path, umask):
+    """The result gets the mode a plain open() gives under the same umask
+    (0644 under 022), not the temporary file's 0600."""
+    previous = os.umask(umask)
+    try:
+        records.write_text_atomic(tmp_path / "report.html", "<html></html>")
+        records.write_jsonl_atomic(tmp_path / "runs" / "r0.jsonl", [OK])
+        (tmp_path / "plain.txt").write_text("plain")
+        assert records.current_umask() == umask
+    finally:
+        os.umask(previous)
+    expected = 0o666 & ~umask
+    assert (tmp_path / "plain.txt").stat().st_mode & 0o777 == expected
+    for written in ("report.html", "runs/r0.jsonl"):
+        assert (tmp_path / written).stat().st_mode & 0o777 == expected, written

@@ -2,6 +2,7 @@
 harness: the binary path bin/<system>/<kernel>-<variant> must split at the
 right hyphen for names that hold hyphens themselves (nt-avx512, v012-avx2)."""
 
+import os
 import re
 
 import yaml
@@ -45,7 +46,8 @@ def test_every_variant_of_every_family_plans(tmp_path, venv_bin):
 
 def test_hyphenated_variants_run_for_real(tmp_path, venv_bin):
     """A few hyphenated variants built and measured by Snakemake at a tiny
-    size; a CPU without AVX-512 gives skipped records, never a crash."""
+    size; a CPU without AVX-512 gives skipped records, never a crash. Under
+    umask 022 the run files are readable by all (0644)."""
     workdir = copy_workflow(tmp_path / "run")
     config = {
         "system": "testbox",
@@ -62,11 +64,16 @@ def test_hyphenated_variants_run_for_real(tmp_path, venv_bin):
         for e, k, vs in (("st", "stream", ("nt-avx2", "ntpf-avx512")), ("ro", "readonly", ("v012-avx2",)))
         for v in vs
     ]
-    out = snakemake(workdir, venv_bin, "--until", "measure")  # no report: only the runs matter here
+    previous = os.umask(0o022)  # the common default: results must come out 0644
+    try:
+        out = snakemake(workdir, venv_bin, "--until", "measure")  # no report: only the runs matter here
+    finally:
+        os.umask(previous)
     assert "Rule: render_report" not in out.stdout + out.stderr
     for run in runs:
         records = read_jsonl(workdir / run)
         assert records and all(contract_problems(r) == [] for r in records), run
+        assert (workdir / run).stat().st_mode & 0o777 == 0o644, run
         variant = run.split("/")[4].split("-", 1)[1]
         assert {r["variant"] for r in records} == {variant}
         for r in records:

@@ -2,6 +2,7 @@
 private copy of the workflow (its own git repository) under a temp dir."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -220,3 +221,16 @@ def test_bad_config_fails_before_anything_runs(tmp_path, venv_bin, repo):
     for fragment in ("threads[0]: 0", "'compakt'", "'2m'", "3 problems"):
         assert fragment in text, text
     assert not (workdir / "results").exists() and not (workdir / "bin").exists()
+
+
+def test_every_result_file_honours_the_umask(workflow):
+    """Run files, tables, figures and the report get the mode the user's
+    umask gives (0644 under 022), not the atomic writer's temporary 0600."""
+    workdir, _ = workflow
+    mask = os.umask(0)
+    os.umask(mask)
+    files = [p for p in (workdir / "results").rglob("*") if p.is_file()]
+    kinds = {p.suffix for p in files}
+    assert {".jsonl", ".csv", ".svg", ".html", ".json"} <= kinds
+    wrong = {str(p.relative_to(workdir)): oct(p.stat().st_mode & 0o777) for p in files if p.stat().st_mode & 0o777 != 0o666 & ~mask}
+    assert not wrong, f"umask {mask:03o}: {wrong}"
