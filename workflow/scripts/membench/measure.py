@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from membench import SCHEMA_VERSION, __version__
+from membench import SCHEMA_VERSION, __version__, memory, variants
 from membench.records import write_jsonl_atomic
 from membench.topology import parse_cpulist
 
@@ -24,6 +24,7 @@ AUTO_SIZE_FLOOR = 256 * 2**20
 # Binding variables a user's shell may carry; the harness binds by itself.
 BINDING_ENV = ("OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY", "OMP_NUM_THREADS")
 HARNESS_SKIPPED = 3
+VARIANTS_FILE = Path(__file__).resolve().parents[3] / "kernels" / "variants.yaml"
 
 
 @dataclass(frozen=True)
@@ -223,19 +224,35 @@ def measure_cell(
     request: Request,
     experiment: str,
     cell_id: str,
+    host_root: Path = Path("/"),
+    variants_file: Path = VARIANTS_FILE,
 ) -> list[dict]:
-    """Measure one repetition of one cell and write its records atomically."""
+    """Measure one repetition of one cell and write its records atomically.
+    host_root is where /proc and /sys are read for the memory check."""
     with open(topology) as fh:
         topo = json.load(fh)
     allowed = sorted(os.sched_getaffinity(0))
     resolved, skip_reason = resolve(request, topo, allowed)
+    fit = None
+    if not skip_reason:
+        # Before the harness allocates anything: a cell larger than the
+        # host can give is skipped, not OOM-killed.
+        model = variants.families(variants.load_variants(variants_file))[request.kernel]["memory"]
+        fit = memory.check(
+            model, size=resolved["size"], threads=resolved["threads"], ops=request.ops, pages=request.pages,
+            policy=resolved["policy"], root=Path(host_root),
+        )  # fmt: skip
+        skip_reason = fit.skip_reason
     with open(log, "w") as log_fh:
+        if fit and fit.note:
+            log_fh.write(f"note: {fit.note}\n")
         if skip_reason:
             log_fh.write(f"skipped: {skip_reason}\n")
             records = _placeholder_records(request, resolved, "skipped", skip_reason)
         else:
             records = run_harness(binary, request, resolved, log_fh)
     for record in records:
+        record.update(fit.record if fit else {})
         # Requested knobs under their contract names; what they resolved to
         # on this host beside them (policy keeps the resolved value, as the
         # harness applied it, and policy_requested the request).
