@@ -43,6 +43,7 @@ test: system-deps test-deps $(STAMP)
 # (not a test: timings on shared machines are noisy). Skips without likwid.
 bench: system-deps $(STAMP)
 	$(BIN)/python bench/compare_likwid.py
+	$(BIN)/python bench/oversize_skip.py
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint

@@ -2,9 +2,6 @@
 # wildcard only matches a family of kernels/variants.yaml: the split of
 # <kernel>-<variant> is then unambiguous.
 rule build_kernel:
-    wildcard_constraints:
-        kernel=variants.family_pattern(VARIANTS),
-        variant=variants.variant_pattern(VARIANTS),
     input:
         sources=variants.source_paths(VARIANTS, KERNEL_DIR),
         headers=variants.header_paths(VARIANTS, KERNEL_DIR),
@@ -12,6 +9,9 @@ rule build_kernel:
         "bin/{system}/{kernel}-{variant}",
     log:
         "logs/build_kernel/{system}/{kernel}-{variant}.log",
+    wildcard_constraints:
+        kernel=variants.family_pattern(VARIANTS),
+        variant=variants.variant_pattern(VARIANTS),
     conda:
         "../../envs/build.yaml"
     resources:
