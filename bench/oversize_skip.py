@@ -49,7 +49,8 @@ def main() -> int:
         work = Path(tmp)
         (work / "harness").write_text(f"#!/bin/sh\ntouch {work}/started\nexit 1\n")
         (work / "harness").chmod(0o755)
-        topology = {"llc_bytes": 0, "cpus": [{"cpu": 0, "node": 0}], "nodes": [{"node": 0, "cpus": [0], "memory_bytes": 1, "distances": [10]}]}
+        node = {"node": 0, "cpus": [0], "memory_bytes": 1, "distances": [10]}
+        topology = {"llc_bytes": 0, "cpus": [{"cpu": 0, "node": 0}], "nodes": [node]}
         (work / "topology.json").write_text(json.dumps(topology))
         times, record = [], None
         for _ in range(CALLS):

@@ -232,7 +232,8 @@ def test_a_value_of_the_wrong_type_anywhere_is_a_listed_problem(path, schema_pat
         with pytest.raises(matrix.ConfigError) as caught:
             matrix.validate(config, schema, table)
         where = _where(path)
-        shown = [repr(wrong)] + [repr(v) for v in (wrong.values() if isinstance(wrong, dict) else wrong if isinstance(wrong, list) else ())]
+        inner = wrong.values() if isinstance(wrong, dict) else wrong if isinstance(wrong, list) else ()
+        shown = [repr(wrong), *map(repr, inner)]  # a problem may name the value or one of its items
         named = [
             p
             for p in caught.value.problems

@@ -270,7 +270,8 @@ def _experiment_problems(where: str, experiment: dict, schema: dict, variants_ta
         problems += _backwards_ranges(f"{where}.affinity[{i}]", affinity)
     if kernel == "chase":
         problems += _sweep_problems(where, experiment)
-    known = variant_names(variants_table, kernel) if isinstance(kernel, str) and kernel in families(variants_table) else None
+    is_family = isinstance(kernel, str) and kernel in families(variants_table)
+    known = variant_names(variants_table, kernel) if is_family else None
     for i, variant in enumerate(_list_of(experiment.get("variants"))):
         if known is not None and isinstance(variant, str) and variant != "all" and variant not in known:
             problems.append(

@@ -174,7 +174,8 @@ def check(model: dict, *, size: int, threads: int, ops: tuple[str, ...], pages: 
         # The arrays come from the reserved huge-page pool, which
         # MemAvailable does not count; the harness checks the pool itself.
         unchecked = "not compared: hugetlb arrays come from the reserved pool, which the harness checks"
-        return Fit(None, None, {"memory_needed_bytes": need.bytes, "memory_available_bytes": None, "memory_limit": unchecked})
+        record = {"memory_needed_bytes": need.bytes, "memory_available_bytes": None, "memory_limit": unchecked}
+        return Fit(None, None, record)
     host = host_memory(root)
     record = {"memory_needed_bytes": need.bytes, "memory_available_bytes": host.available, "memory_limit": host.source}
     reason = note = None
