@@ -67,7 +67,8 @@ def link_flags(table: dict) -> list[str]:
 def compile_argv(
     table: dict, family: str, variant: str, kernel_dir: Path, output: Path
 ) -> list[str]:
-    """The full gcc command line, as the build rule runs it."""
+    """The full gcc command line, as the build rule runs it (the rule links
+    to a temporary name beside the output and renames it)."""
     return [
         "gcc",
         *compile_flags(table, family, variant),
