@@ -88,6 +88,8 @@ def _cgroup_dirs(root: Path) -> list[tuple[Path, str]]:
     its version ("v2" or "v1"); empty when there is none to read."""
     text = _read(root / "proc/self/cgroup") or ""
     for line in text.splitlines():
+        if line.count(":") < 2:
+            continue
         _, controllers, path = line.split(":", 2)
         if controllers == "" and line.startswith("0::"):
             base, version = root / "sys/fs/cgroup", "v2"
@@ -131,7 +133,10 @@ def host_memory(root: Path = Path("/")) -> HostMemory:
     if "MemAvailable" in meminfo:
         candidates.append((meminfo["MemAvailable"], "MemAvailable in /proc/meminfo"))
     for directory, version in _cgroup_dirs(root):
-        headroom = _cgroup_headroom(directory, version)
+        try:
+            headroom = _cgroup_headroom(directory, version)
+        except ValueError:  # a counter that is not a number: no limit known there
+            headroom = None
         if headroom:
             candidates.append(headroom)
     if not candidates:
