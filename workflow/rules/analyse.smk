@@ -1,6 +1,7 @@
 rule collect_runs:
     input:
         runs=run_files,
+        topology="results/{system}/topology.json",
         code=PACKAGE_SOURCES,
     output:
         "results/{system}/measurements.csv",
@@ -21,6 +22,7 @@ rule analyse_measurements:
     output:
         cells="results/summary/cells.csv",
         problems="results/summary/problems.csv",
+        modes="results/summary/modes.csv",
     log:
         "logs/analyse_measurements.log",
     conda:
@@ -34,6 +36,7 @@ rule analyse_measurements:
 rule plot_figure:
     input:
         cells="results/summary/cells.csv",
+        modes="results/summary/modes.csv",
         measurements=expand("results/{system}/measurements.csv", system=SYSTEMS),
         topology=expand("results/{system}/topology.json", system=SYSTEMS),
         code=PACKAGE_SOURCES,

@@ -2,6 +2,7 @@ rule render_report:
     input:
         cells="results/summary/cells.csv",
         problems="results/summary/problems.csv",
+        modes="results/summary/modes.csv",
         figures=report_figures(),
         topology=expand("results/{system}/topology.json", system=SYSTEMS),
         environment=expand("results/{system}/environment.json", system=SYSTEMS),

@@ -8,4 +8,5 @@ write_summaries(
     measurements=list(snakemake.input.measurements),
     cells_out=snakemake.output.cells,
     problems_out=snakemake.output.problems,
+    modes_out=snakemake.output.modes,
 )

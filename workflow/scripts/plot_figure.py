@@ -11,4 +11,5 @@ plot_figure(
     measurements=list(snakemake.input.measurements),
     topology=list(snakemake.input.topology),
     output=snakemake.output[0],
+    modes_csv=snakemake.input.modes,
 )

@@ -10,6 +10,7 @@ render_report(
     config=snakemake.params.config,
     cells_csv=snakemake.input.cells,
     problems_csv=snakemake.input.problems,
+    modes_csv=snakemake.input.modes,
     figures=list(snakemake.input.figures),
     system_files={
         system: {"topology": topology, "environment": environment}

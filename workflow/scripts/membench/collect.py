@@ -1,4 +1,6 @@
-"""Every run record of a system -> one tidy table (one row per record)."""
+"""Every run record of a system -> one tidy table (one row per record),
+with the placement classes of each run derived from the system's
+topology.json (membench.placement)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from membench.placement import add_classes
 from membench.records import contract_problems, read_jsonl, write_text_atomic
 from membench.verify import placement_problems
 
@@ -21,14 +24,19 @@ def _flat(value):
 
 
 def load_records(paths: list[str]) -> list[dict]:
-    records, problems = [], []
+    return [record for path, _, record in _checked(paths)]
+
+
+def _checked(paths: list[str]):
+    """(path, line, record) of every record; a ContractError naming every
+    broken one (the first 50) once all are read."""
+    problems = []
     for path in paths:
         for i, record in enumerate(read_jsonl(Path(path))):
             problems += [f"{path}:{i + 1}: {p}" for p in contract_problems(record)]
-            records.append(record)
+            yield path, i, record
     if problems:
         raise ContractError("records break the contract:\n" + "\n".join(problems[:50]))
-    return records
 
 
 def _row(record: dict) -> dict:
@@ -40,16 +48,29 @@ def _row(record: dict) -> dict:
     return row
 
 
-def records_table(records: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame([_row(r) for r in records])
+def records_table(records, topologies: dict[str, dict] | None = None) -> pd.DataFrame:
+    """Rows of the records (flattened one at a time: a study's raw records
+    never sit in memory all at once), plus placement classes where the
+    system's topology is known."""
+    table = pd.DataFrame([_row(r) for r in records])
+    return add_classes(table, topologies) if topologies and not table.empty else table
 
 
-def collect_runs(inputs: list[str], output: str) -> pd.DataFrame:
-    table = records_table(load_records(inputs))
+def collect_runs(inputs: list[str], output: str, topology: str | None = None) -> pd.DataFrame:
+    """topology: the system's topology.json (placement classes need it)."""
+    topologies = None
+    if topology:
+        topologies = {Path(topology).parent.name: json.loads(Path(topology).read_text())}
+    table = records_table((record for _, _, record in _checked(inputs)), topologies)
     write_text_atomic(Path(output), table.to_csv(index=False))
     return table
 
 
-def read_measurements(paths: list[str]) -> pd.DataFrame:
-    frames = [pd.read_csv(p) for p in paths]
+def read_measurements(paths: list[str], columns: list[str] | None = None) -> pd.DataFrame:
+    """The measurement tables of every system; only `columns` (those
+    present) when given, which keeps a large study's figures cheap."""
+    frames = []
+    for path in paths:
+        wanted = None if columns is None else lambda name: name in columns or name.startswith("feature_")
+        frames.append(pd.read_csv(path, usecols=wanted, low_memory=False))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -3,8 +3,8 @@
 - scaling: GB/s vs threads per op, mean +- std markers inside a shaded
   min-max band (Fig. 2 of the Colfax paper);
 - histogram: every repetition in 1 GB/s bins per (threads, series), one
-  colour per op (Figs. 3-7); placement: the same, stacked by the placement
-  each run obtained;
+  colour per op (Figs. 3-7); placement: every run of the last op as a dot
+  per thread count, coloured by its placement class, modes marked;
 - size: GB/s vs bytes per array (the ORNL spill);
 - ladder: McCalpin's versions, every repetition and the mean;
 - latency: ns per load vs working set, caches marked; loaded: the chasing
@@ -24,24 +24,26 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from membench.collect import read_measurements  # noqa: E402
 from membench.records import write_text_atomic  # noqa: E402
-from membench.stats import add_series, page_nodes_text  # noqa: E402
+from membench.placement import OTHER, figure_classes  # noqa: E402
+from membench.stats import add_series  # noqa: E402
 
 GBPS_LABEL = "bandwidth (GB/s = 1e9 B/s)"
 
 
-def to_svg(fig, name: str) -> str:
+def to_svg(fig, name: str, dpi: float | None = None) -> str:
     """SVG text whose ids (and the references to them) carry the figure's
     name, so several figures can be inlined in one HTML page: matplotlib
     numbers its groups the same way in every figure (axes_1, patch_1, ...)."""
     buffer = io.StringIO()
     with plt.rc_context({"svg.hashsalt": name, "svg.fonttype": "none"}):
-        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None}, dpi=dpi or "figure")
     plt.close(fig)
     text = buffer.getvalue()
     text = text[text.index("<svg") :]
@@ -91,46 +93,129 @@ def scaling_svg(cells: pd.DataFrame, name: str) -> str:
     return to_svg(fig, name)
 
 
+# Bounded figures at any study size: runs are drawn as raster layers inside
+# the SVG (text and axes stay vector), bins never exceed MAX_BINS per panel.
+RASTER_DPI = 150
+MAX_BINS = 120
+MAX_COLUMNS = 3
+
+
+def _bins(values: pd.Series) -> tuple[np.ndarray, str]:
+    """1 GB/s bins (the Colfax figures), wider when a panel's range would
+    need more than MAX_BINS."""
+    low, high = np.floor(values.min()), np.ceil(values.max()) + 1
+    width = max(1.0, float(np.ceil((high - low) / MAX_BINS)))
+    return np.arange(low, high + width, width), ("1 GB/s bins" if width == 1 else f"{width:g} GB/s bins")
+
+
+def _facets(nrows: int, ncols: int, width: float, height: float, **share):
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, **share)
+    return fig, axes
+
+
 def histogram_svg(measurements: pd.DataFrame, name: str) -> str:
-    """Every repetition, 1 GB/s bins, one panel per (threads, series)."""
-    ok = add_series(measurements[measurements["status"] == "ok"])
+    """Every repetition in 1 GB/s bins, one panel per (threads, series),
+    one step line per op; panels of one thread count share their x axis."""
+    ok = add_series(measurements[(measurements["status"] == "ok") & measurements["gbps"].notna()])
     if ok.empty:
         return _empty("no successful measurements in this experiment", name)
-    low, high = np.floor(ok["gbps"].min()), np.ceil(ok["gbps"].max()) + 1
-    grid = sns.displot(
-        ok, x="gbps", hue="op", row="threads", col="series", bins=np.arange(low, high + 1, 1.0),
-        element="step", fill=False, height=2.4, aspect=1.6, facet_kws={"sharey": False, "margin_titles": True},
-        hue_order=list(dict.fromkeys(ok["op"])),
-    )  # fmt: skip
-    grid.set_titles(row_template="threads = {row_name}", col_template="{col_name}")
-    grid.set_axis_labels(GBPS_LABEL + ", 1 GB/s bins", "runs")
-    return to_svg(grid.figure, name)
+    ops = list(dict.fromkeys(ok["op"]))
+    palette = dict(zip(ops, sns.color_palette("colorblind", len(ops))))
+    threads, series = sorted(ok["threads"].unique()), list(dict.fromkeys(ok["series"]))
+    fig, axes = _facets(len(threads), len(series), 3.6, 1.9)
+    widths = set()
+    for row, count in enumerate(threads):
+        bins, width = _bins(ok.loc[ok["threads"] == count, "gbps"])
+        widths.add(width)
+        for col, label in enumerate(series):
+            ax = axes[row, col]
+            part = ok[(ok["threads"] == count) & (ok["series"] == label)]
+            if part.empty:
+                ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes, color="grey")
+            ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+            for op in ops:
+                values = part.loc[part["op"] == op, "gbps"]
+                if not values.empty:
+                    counts, edges = np.histogram(values, bins=bins)
+                    ax.stairs(counts, edges, color=palette[op], label=op, rasterized=True)
+            ax.set_xlim(bins[0], bins[-1])
+            if row == 0:
+                ax.set_title(label)
+            if col == len(series) - 1:
+                ax.yaxis.set_label_position("right")
+                ax.set_ylabel(f"threads = {count}")
+            elif col == 0:
+                ax.set_ylabel("runs")
+    fig.supxlabel(f"{GBPS_LABEL}, {' / '.join(sorted(widths))}")
+    handles = [plt.Line2D([], [], color=palette[op]) for op in ops]
+    fig.legend(handles, ops, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=len(ops))
+    fig.tight_layout()
+    return to_svg(fig, name, dpi=RASTER_DPI)
 
 
-def placement_label(row) -> str:
-    """What a run obtained, in a few words: thread CPUs and page nodes."""
-    pages = page_nodes_text(row["page_nodes"]) if isinstance(row["page_nodes"], str) else "not sampled"
-    return f"CPUs {row['cpus']}; pages {pages}"
+def _mode_marks(modes: pd.DataFrame | None, experiments, op: str) -> dict:
+    """(series, threads) -> the mode centres found in that cell."""
+    if modes is None or modes.empty:
+        return {}
+    modes = add_series(modes[modes["experiment"].isin(experiments)])
+    return {
+        (row.series, row.threads): [float(v) for v in str(row.mode_values).split(";")]
+        for row in modes[(modes["op"] == op) & modes["mode_values"].notna()].itertuples()
+    }
 
 
-def placement_svg(measurements: pd.DataFrame, name: str) -> str:
-    """The distribution of the last op of the kernel (triad for STREAM),
-    coloured by the placement each run obtained: the modes of the Colfax
-    paper explained by recorded data."""
-    ok = add_series(measurements[measurements["status"] == "ok"])
+def placement_svg(measurements: pd.DataFrame, name: str, modes: pd.DataFrame | None = None) -> str:
+    """Every repetition of the kernel's last op (triad for STREAM), one dot
+    per run at its GB/s (log scale, so modes look alike at every thread
+    count), one row per thread count, one panel per series, coloured by the
+    placement class the run obtained (membench.placement.figure_classes:
+    at most 8 classes, the rest "other"); black ticks: the modes found."""
+    ok = add_series(measurements[(measurements["status"] == "ok") & measurements["gbps"].notna()])
     if ok.empty:
         return _empty("no successful measurements in this experiment", name)
     op = list(dict.fromkeys(ok["op"]))[-1]
     ok = ok[ok["op"] == op]
-    ok = ok.assign(placement=ok.apply(placement_label, axis=1))
-    low, high = np.floor(ok["gbps"].min()), np.ceil(ok["gbps"].max()) + 1
-    grid = sns.displot(
-        ok, x="gbps", hue="placement", row="threads", col="series", bins=np.arange(low, high + 1, 1.0),
-        multiple="stack", height=2.4, aspect=1.6, facet_kws={"sharey": False, "margin_titles": True},
-    )  # fmt: skip
-    grid.set_titles(row_template="threads = {row_name}", col_template="{col_name}")
-    grid.set_axis_labels(f"{op} {GBPS_LABEL}, 1 GB/s bins", "runs")
-    return to_svg(grid.figure, name)
+    ok = ok.assign(placement=figure_classes(ok))
+    classes = [c for c in ok["placement"].value_counts().index if c != OTHER] + ([OTHER] if (ok["placement"] == OTHER).any() else [])
+    colours = sns.color_palette("colorblind", len(classes))
+    palette = {c: (0.55, 0.55, 0.55) if c == OTHER else colours[i] for i, c in enumerate(classes)}
+    threads, series = sorted(ok["threads"].unique()), list(dict.fromkeys(ok["series"]))
+    row_of = {t: i for i, t in enumerate(threads)}
+    marks = _mode_marks(modes, ok["experiment"].unique(), op)
+    ncols = min(MAX_COLUMNS, len(series))
+    nrows = -(-len(series) // ncols)
+    fig, axes = _facets(nrows, ncols, 4.2, 1.1 + 0.45 * len(threads), sharex=True)
+    rng = np.random.default_rng(0)
+    dot = 9 if len(ok) / max(1, len(series) * len(threads)) < 100 else 3
+    for ax, label in zip(axes.flat, series):
+        part = ok[ok["series"] == label]
+        for cls in classes:
+            mine = part[part["placement"] == cls]
+            if mine.empty:
+                continue
+            y = mine["threads"].map(row_of).to_numpy() + rng.uniform(-0.33, 0.33, len(mine))
+            ax.scatter(mine["gbps"], y, s=dot, color=palette[cls], alpha=0.7, lw=0, rasterized=True)
+        for count in threads:
+            for centre in marks.get((label, count), []):
+                ax.plot([centre, centre], [row_of[count] - 0.45, row_of[count] + 0.45], color="black", lw=1.2)
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_yticks(range(len(threads)), [str(t) for t in threads])
+        ax.set_ylim(-0.6, len(threads) - 0.4)
+        ax.set_title(label)
+        ax.set_xlabel(f"{op} {GBPS_LABEL}, log scale")
+        ax.set_ylabel("threads")
+    for ax in list(axes.flat)[len(series) :]:
+        ax.remove()
+    handles = [plt.Line2D([], [], marker="o", ls="", color=palette[c]) for c in classes]
+    handles.append(plt.Line2D([], [], color="black"))
+    labels = [f"{c} ({(ok['placement'] == c).sum()} runs)" for c in classes] + ["mode found (gaussian KDE)"]
+    fig.legend(handles, labels, title="placement class obtained", loc="upper center", bbox_to_anchor=(0.5, 0),
+               ncol=min(2, len(labels)), fontsize="small")  # fmt: skip
+    fig.tight_layout()
+    return to_svg(fig, name, dpi=RASTER_DPI)
 
 
 def size_svg(cells: pd.DataFrame, name: str) -> str:
@@ -256,8 +341,18 @@ def data_caches(topology_paths: list[str]) -> dict[str, list[dict]]:
     return caches
 
 
+# The measurement columns the figures read (a study's table has many more).
+FIGURE_COLUMNS = [
+    "system", "experiment", "cell", "kernel", "variant", "op", "threads", "threads_requested", "affinity",
+    "policy_requested", "pages", "pages_requested", "init", "size_requested", "status", "gbps",
+    "threads_per_node", "threads_per_package", "smt_shared_cores", "oversubscribed_cpus", "migrated_threads",
+    "page_locality", "hugepages",
+]  # fmt: skip
+
+
 def plot_figure(
-    kind: str, experiment: str, cells_csv: str, measurements: list[str], topology: list[str], output: str
+    kind: str, experiment: str, cells_csv: str, measurements: list[str], topology: list[str], output: str,
+    modes_csv: str | None = None,
 ) -> None:
     sns.set_theme(style="whitegrid", context="paper")
     name = f"{experiment}-{kind}"
@@ -269,7 +364,10 @@ def plot_figure(
         else:
             svg = {"scaling": scaling_svg, "loaded": loaded_svg, "size": size_svg}[kind](cells, name)
     else:
-        table = read_measurements(measurements)
+        table = read_measurements(measurements, FIGURE_COLUMNS)
         table = table[table["experiment"] == experiment]
-        svg = {"histogram": histogram_svg, "ladder": ladder_svg, "placement": placement_svg}[kind](table, name)
+        if kind == "placement":
+            svg = placement_svg(table, name, pd.read_csv(modes_csv) if modes_csv else None)
+        else:
+            svg = {"histogram": histogram_svg, "ladder": ladder_svg}[kind](table, name)
     write_text_atomic(Path(output), svg)

@@ -168,9 +168,26 @@ def cell_modes(ok: pd.DataFrame, metric: str = "gbps", unit: str = "GB/s") -> di
         "n": len(values),
         "modes": len(modes) if modes is not None else None,
         "mode_centres": _modes_text(modes, unit),
+        "mode_values": ";".join(f"{m.centre:.6g}" for m in modes) if modes else None,
         "best_factor": best.factor if best else None,
         "explained_share": best.share if best else None,
         "kruskal_p": best.p_value if best else None,
         "verdict": kind,
         "explanation": sentence,
     }
+
+
+def modes_table(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """One row per bandwidth cell and op (keys: the cell's columns): its
+    modes and what explains them. Latency kernels are left out."""
+    ok = table[(table["status"] == "ok")]
+    if "gbps" not in ok:
+        return pd.DataFrame(columns=[*keys, "n", "modes", "verdict", "explanation"])
+    ok = ok[ok["gbps"].notna()]
+    keys = [k for k in keys if k in ok]
+    rows = [
+        {**dict(zip(keys, key)), "threads": group["threads"].iloc[0], **cell_modes(group)}
+        for key, group in ok.groupby(keys, dropna=False, sort=False)
+    ]
+    return pd.DataFrame(rows, columns=[*keys, "threads", "n", "modes", "mode_centres", "mode_values", "best_factor", "explained_share",
+                                       "kruskal_p", "verdict", "explanation"])  # fmt: skip

@@ -9,7 +9,7 @@ Factors (one column each in the measurement table):
   their SMT siblings;
 - oversubscribed_cpus: CPUs that held two or more threads at the end;
 - migrated_threads: threads whose CPU at the end differs from the start;
-- pages: where the sampled pages are relative to the threads' nodes:
+- page_locality: where the sampled pages are relative to the threads' nodes:
   local (>= 90 % of the pages match the threads' node shares), remote
   (<= 10 %), split (between), or "not sampled";
 - hugepages: the huge-page fraction binned (none, < 50 %, 50-99 %, all).
@@ -33,7 +33,7 @@ FACTORS = {
     "smt_shared_cores": "SMT-shared cores",
     "oversubscribed_cpus": "oversubscribed CPUs",
     "migrated_threads": "migrated threads",
-    "pages": "page nodes",
+    "page_locality": "page nodes",
     "hugepages": "huge pages",
 }
 LOCAL_SHARE = 0.9
@@ -114,8 +114,8 @@ def classify(machine: Machine, cpus, cpus_start, page_nodes, hugepage_fraction, 
         "smt_shared_cores": sum(1 for n in by_core.values() if n > 1),
         "oversubscribed_cpus": sum(1 for n in Counter(cpus).values() if n > 1),
         "migrated_threads": moved,
-        "pages": pages,
-        "pages_matched_share": matched,
+        "page_locality": pages,
+        "page_locality_share": matched,
         "hugepages": hugepage_bin(hugepage_fraction),
     }
 
@@ -133,7 +133,7 @@ def add_classes(table: pd.DataFrame, topologies: dict[str, dict]) -> pd.DataFram
     def text(value):
         return value if isinstance(value, str) else json.dumps(_load(value)) if _load(value) is not None else None
 
-    columns = [*FACTORS, "pages_matched_share"]
+    columns = [*FACTORS, "page_locality_share"]
     rows = []
     for row in table.itertuples(index=False):
         if getattr(row, "status", "ok") != "ok" or row.system not in machines:
@@ -220,7 +220,7 @@ def coarse_words(ok: pd.DataFrame) -> pd.DataFrame:
                 {True: "oversubscribed", False: "one thread per CPU"}
             ),
             "migrated": moved.gt(0).map({True: "migrated", False: "not migrated"}).where(moved.notna(), "migration unknown"),
-            "pages": "pages " + ok["pages"].astype(str),
+            "pages": "pages " + ok["page_locality"].astype(str),
             "hugepages": "huge pages " + ok["hugepages"].astype(str),
         },
         index=ok.index,

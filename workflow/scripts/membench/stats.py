@@ -7,6 +7,8 @@ import json
 
 import pandas as pd
 
+from membench.placement import placement_summary
+
 # A cell as requested, plus what the host resolved it to.
 CELL_KEYS = [
     "system",
@@ -44,10 +46,13 @@ def add_series(table: pd.DataFrame, axes: list[str] = SERIES_AXES) -> pd.DataFra
     return table
 
 
-def _pattern_counts(values: pd.Series, label=str) -> str:
-    """"[0, 1]" x3; "[1, 0]" x1 -> a compact text of distinct patterns."""
+def _pattern_counts(values: pd.Series, label=str, limit: int = 3) -> str:
+    """"[0, 1]" x3; "[1, 0]" x1 -> a compact text of the most common
+    distinct patterns (at most `limit`, then how many runs the rest hold)."""
     counts = values.dropna().value_counts()
-    return "; ".join(f"{label(pattern)} x{n}" for pattern, n in counts.items())
+    text = "; ".join(f"{label(pattern)} x{n}" for pattern, n in counts.head(limit).items())
+    rest = int(counts.iloc[limit:].sum())
+    return text + (f"; {len(counts) - limit} more x{rest}" if rest else "")
 
 
 def page_nodes_text(text: str) -> str:
@@ -93,8 +98,7 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
                 row.update(distribution(ok[metric].dropna(), prefix))
         row.update(
             hugepage_fraction_mean=ok["hugepage_fraction"].astype(float).mean(),
-            cpus_obtained=_pattern_counts(ok["cpus"]),
-            page_nodes_obtained=_pattern_counts(ok["page_nodes"], page_nodes_text),
+            placement_classes=placement_summary(ok) or f"{ok['cpus'].nunique()} distinct CPU lists (no topology to classify them)",
             migrated_runs=int(ok["migrated"].fillna(False).astype(bool).sum()) if "migrated" in ok else 0,
         )
         if "node_name" in ok:

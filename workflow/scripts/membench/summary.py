@@ -1,16 +1,19 @@
-"""The analyse stage's files: per-cell statistics and the cells that did
-not run, for every system at once."""
+"""The analyse stage's files: per-cell statistics, the modes of every
+bandwidth cell and what explains them, and the cells that did not run, for
+every system at once."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from membench.collect import read_measurements
+from membench.modes import modes_table
 from membench.records import write_text_atomic
-from membench.stats import problem_cells, summarise_cells
+from membench.stats import CELL_KEYS, problem_cells, summarise_cells
 
 
-def write_summaries(measurements: list[str], cells_out: str, problems_out: str) -> None:
+def write_summaries(measurements: list[str], cells_out: str, problems_out: str, modes_out: str) -> None:
     table = read_measurements(measurements)
     write_text_atomic(Path(cells_out), summarise_cells(table).to_csv(index=False))
+    write_text_atomic(Path(modes_out), modes_table(table, CELL_KEYS).to_csv(index=False))
     write_text_atomic(Path(problems_out), problem_cells(table).to_csv(index=False))
