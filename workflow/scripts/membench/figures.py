@@ -27,7 +27,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 
 from membench.collect import read_measurements  # noqa: E402
 from membench.records import write_text_atomic  # noqa: E402
@@ -35,6 +34,33 @@ from membench.placement import OTHER, figure_classes  # noqa: E402
 from membench.stats import add_series  # noqa: E402
 
 GBPS_LABEL = "bandwidth (GB/s = 1e9 B/s)"
+
+# seaborn's "colorblind" palette and its whitegrid/paper look, set without
+# importing seaborn: it imports scipy.stats, seconds of every figure job.
+COLORBLIND = ["#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4", "#949494", "#ece133", "#56b4e9"]
+THEME = {
+    "axes.facecolor": "white", "axes.edgecolor": "#cccccc", "axes.grid": True, "axes.axisbelow": True,
+    "grid.color": "#cccccc", "grid.linewidth": 0.8, "axes.spines.right": True, "axes.spines.top": True,
+    "font.size": 9.6, "axes.labelsize": 9.6, "axes.titlesize": 9.6, "xtick.labelsize": 8.8, "ytick.labelsize": 8.8,
+    "legend.fontsize": 8.8, "legend.title_fontsize": 9.6, "lines.linewidth": 1.2, "lines.markersize": 4.8,
+    "xtick.bottom": False, "ytick.left": False, "legend.frameon": True,
+}  # fmt: skip
+
+
+def colours(n: int) -> list[str]:
+    return [COLORBLIND[i % len(COLORBLIND)] for i in range(n)]
+
+
+class _Seaborn:
+    """seaborn, imported by the figures that draw with it, on first use."""
+
+    def __getattr__(self, name):
+        import seaborn
+
+        return getattr(seaborn, name)
+
+
+sns = _Seaborn()
 
 
 def to_svg(fig, name: str, dpi: float | None = None) -> str:
@@ -64,7 +90,7 @@ def scaling_svg(cells: pd.DataFrame, name: str) -> str:
         return _empty("no successful measurements in this experiment", name)
     ops = list(dict.fromkeys(cells["op"]))
     series = list(dict.fromkeys(cells["series"]))
-    palette = dict(zip(series, sns.color_palette("colorblind", len(series))))
+    palette = dict(zip(series, colours(len(series))))
     ncols = min(2, len(ops))
     nrows = -(-len(ops) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 3.4 * nrows), squeeze=False)
@@ -120,7 +146,7 @@ def histogram_svg(measurements: pd.DataFrame, name: str) -> str:
     if ok.empty:
         return _empty("no successful measurements in this experiment", name)
     ops = list(dict.fromkeys(ok["op"]))
-    palette = dict(zip(ops, sns.color_palette("colorblind", len(ops))))
+    palette = dict(zip(ops, colours(len(ops))))
     threads, series = sorted(ok["threads"].unique()), list(dict.fromkeys(ok["series"]))
     fig, axes = _facets(len(threads), len(series), 3.6, 1.9)
     widths = set()
@@ -177,8 +203,7 @@ def placement_svg(measurements: pd.DataFrame, name: str, modes: pd.DataFrame | N
     ok = ok[ok["op"] == op]
     ok = ok.assign(placement=figure_classes(ok))
     classes = [c for c in ok["placement"].value_counts().index if c != OTHER] + ([OTHER] if (ok["placement"] == OTHER).any() else [])
-    colours = sns.color_palette("colorblind", len(classes))
-    palette = {c: (0.55, 0.55, 0.55) if c == OTHER else colours[i] for i, c in enumerate(classes)}
+    palette = {c: "#8c8c8c" if c == OTHER else colour for c, colour in zip(classes, colours(len(classes)))}
     threads, series = sorted(ok["threads"].unique()), list(dict.fromkeys(ok["series"]))
     row_of = {t: i for i, t in enumerate(threads)}
     marks = _mode_marks(modes, ok["experiment"].unique(), op)
@@ -345,8 +370,8 @@ def data_caches(topology_paths: list[str]) -> dict[str, list[dict]]:
 FIGURE_COLUMNS = [
     "system", "experiment", "cell", "kernel", "variant", "op", "threads", "threads_requested", "affinity",
     "policy_requested", "pages", "pages_requested", "init", "size_requested", "status", "gbps",
-    "threads_per_node", "threads_per_package", "smt_shared_cores", "oversubscribed_cpus", "migrated_threads",
-    "page_locality", "hugepages",
+    "threads_per_node", "threads_per_package", "node_imbalance", "smt_shared_cores", "oversubscribed_cpus",
+    "migrated_threads", "page_locality", "hugepages",
 ]  # fmt: skip
 
 
@@ -354,7 +379,7 @@ def plot_figure(
     kind: str, experiment: str, cells_csv: str, measurements: list[str], topology: list[str], output: str,
     modes_csv: str | None = None,
 ) -> None:
-    sns.set_theme(style="whitegrid", context="paper")
+    plt.rcParams.update(THEME)
     name = f"{experiment}-{kind}"
     if kind in ("scaling", "latency", "loaded", "size"):
         cells = pd.read_csv(cells_csv)

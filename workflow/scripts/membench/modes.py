@@ -25,7 +25,7 @@ import pandas as pd
 from scipy.signal import find_peaks
 from scipy.stats import gaussian_kde, kruskal
 
-from membench.placement import FACTORS, factor_levels
+from membench.placement import FACTORS, class_counts, factor_levels
 
 MIN_RUNS = 8
 MIN_PROMINENCE = 0.05
@@ -135,25 +135,28 @@ def _candidate_text(a: Attribution, n: int, unit: str) -> str:
     )
 
 
-def verdict(n: int, modes: list[Mode] | None, found: list[Attribution], unit: str = "GB/s") -> tuple[str, str]:
-    """(explained | unexplained | same placement | too few, the sentences
-    the report prints)."""
+def verdict(values: pd.Series, modes: list[Mode] | None, found: list[Attribution], unit: str = "GB/s") -> tuple[str, str]:
+    """(explained | unexplained | one mode | too few, the sentences the
+    report prints). Unexplained: several modes and no factor explains them."""
+    n = len(values)
     if modes is None:
         return "too few", f"{n} repetitions: too few to tell modes from noise (at least {MIN_RUNS} needed)."
-    what = f"{len(modes)} modes" if len(modes) > 1 else "one mode"
+    spread = values.std(ddof=1) / values.mean() if values.mean() else math.nan
+    what = f"{len(modes)} modes" if len(modes) > 1 else f"one mode (coefficient of variation {spread:.1%})"
+    kind = "unexplained" if len(modes) > 1 else "one mode"
+    subject = "the modes are" if len(modes) > 1 else "its spread is"
     if not found:
-        return "same placement", (
-            f"{what}; every run has the same placement by every recorded factor: "
-            f"{'the modes are' if len(modes) > 1 else 'the spread is'} not explained by anything recorded."
+        return kind, (
+            f"{what}; every run has the same placement by every recorded factor: {subject} not explained "
+            f"by anything recorded."
         )
     best, alpha = found[0], ALPHA / len(found)
     tried = "; ".join(_candidate_text(a, n, unit) for a in found)
     if best.p_value < alpha and best.share >= MIN_SHARE:
-        label = FACTORS.get(best.factor, best.factor)
-        return "explained", f"{what}; explained by {label}: {tried}."
-    return "unexplained", (
-        f"{what}; not explained by recorded placement (no factor reaches p < {alpha:.2g} with ≥ {MIN_SHARE:.0%} "
-        f"of the variance): {tried}."
+        return "explained", f"{what}; explained by {FACTORS.get(best.factor, best.factor)}: {tried}."
+    return kind, (
+        f"{what}; {subject} not explained by recorded placement (no factor reaches p < {alpha:.2g} with "
+        f"≥ {MIN_SHARE:.0%} of the variance): {tried}."
     )
 
 
@@ -161,8 +164,10 @@ def cell_modes(ok: pd.DataFrame, metric: str = "gbps", unit: str = "GB/s") -> di
     """One row of the modes table for the ok runs of one cell and op."""
     values = ok[metric].astype(float)
     modes = find_modes(values)
-    found = attribute(values, factor_levels(ok)) if modes is not None else []
-    kind, sentence = verdict(len(values), modes, found, unit)
+    levels = factor_levels(ok)
+    found = attribute(values, levels) if modes is not None else []
+    varying = [f for f in levels if levels[f].fillna("unknown").nunique() > 1]
+    kind, sentence = verdict(values, modes, found, unit)
     best = found[0] if found else None
     return {
         "n": len(values),
@@ -172,6 +177,7 @@ def cell_modes(ok: pd.DataFrame, metric: str = "gbps", unit: str = "GB/s") -> di
         "best_factor": best.factor if best else None,
         "explained_share": best.share if best else None,
         "kruskal_p": best.p_value if best else None,
+        "classes": "; ".join(f"{FACTORS[f]} {class_counts(levels[f])}" for f in varying) or "every run alike",
         "verdict": kind,
         "explanation": sentence,
     }
@@ -190,4 +196,4 @@ def modes_table(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         for key, group in ok.groupby(keys, dropna=False, sort=False)
     ]
     return pd.DataFrame(rows, columns=[*keys, "threads", "n", "modes", "mode_centres", "mode_values", "best_factor", "explained_share",
-                                       "kruskal_p", "verdict", "explanation"])  # fmt: skip
+                                       "kruskal_p", "classes", "verdict", "explanation"])  # fmt: skip

@@ -5,6 +5,9 @@ any machine size, derived from the record plus the system's topology.json.
 Factors (one column each in the measurement table):
 - threads_per_node / threads_per_package: threads counted per NUMA node
   (package), in node order, e.g. "8+8", "12+4", "16+0";
+- node_imbalance: threads on the busiest node minus the idlest one
+  (every node of the machine counts, so all threads on one of two nodes
+  is imbalanced), in powers of two: the per-node split in a few classes;
 - smt_shared_cores: physical cores that ran threads on two or more of
   their SMT siblings;
 - oversubscribed_cpus: CPUs that held two or more threads at the end;
@@ -30,6 +33,7 @@ import pandas as pd
 FACTORS = {
     "threads_per_node": "threads per node",
     "threads_per_package": "threads per package",
+    "node_imbalance": "node imbalance",
     "smt_shared_cores": "SMT-shared cores",
     "oversubscribed_cpus": "oversubscribed CPUs",
     "migrated_threads": "migrated threads",
@@ -108,9 +112,12 @@ def classify(machine: Machine, cpus, cpus_start, page_nodes, hugepage_fraction, 
     else:
         moved = math.nan
     pages, matched = pages_class(_load(page_nodes), [machine.node_of.get(c, -1) for c in cpus])
+    per_node = Counter(machine.node_of.get(cpu, -1) for cpu in cpus)
+    imbalance = max(per_node.get(n, 0) for n in machine.nodes) - min(per_node.get(n, 0) for n in machine.nodes)
     return {
         "threads_per_node": machine.per(cpus, machine.node_of, machine.nodes),
         "threads_per_package": machine.per(cpus, machine.package_of, machine.packages),
+        "node_imbalance": imbalance,
         "smt_shared_cores": sum(1 for n in by_core.values() if n > 1),
         "oversubscribed_cpus": sum(1 for n in Counter(cpus).values() if n > 1),
         "migrated_threads": moved,
@@ -155,7 +162,7 @@ def add_classes(table: pd.DataFrame, topologies: dict[str, dict]) -> pd.DataFram
 # --------------------------------------------------------------- summaries
 
 
-COUNT_FACTORS = ("smt_shared_cores", "oversubscribed_cpus", "migrated_threads")
+COUNT_FACTORS = ("node_imbalance", "smt_shared_cores", "oversubscribed_cpus", "migrated_threads")
 
 
 def count_bin(value) -> str | None:

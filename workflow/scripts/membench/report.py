@@ -20,6 +20,7 @@ from markupsafe import Markup
 
 from membench.records import write_text_atomic
 from membench.concurrency import effective_concurrency, idle_latencies
+from membench.stats import add_series
 from membench.tables import idle_latency_table, tables_for
 
 
@@ -46,6 +47,19 @@ def human_bytes(value) -> str:
     return str(value)
 
 
+def cpu_ranges(cpus) -> str:
+    """[0, 1, 2, 3, 8] -> "0-3,8": node CPU lists stay short at 256 CPUs."""
+    cpus = sorted(int(c) for c in cpus)
+    parts, start = [], None
+    for i, cpu in enumerate(cpus):
+        if start is None:
+            start = cpu
+        if i + 1 == len(cpus) or cpus[i + 1] != cpu + 1:
+            parts.append(str(start) if start == cpu else f"{start}-{cpu}")
+            start = None
+    return ",".join(parts)
+
+
 def make_environment(template_dir: Path) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(template_dir),
@@ -56,6 +70,7 @@ def make_environment(template_dir: Path) -> jinja2.Environment:
     )
     env.filters["number"] = number
     env.filters["bytes"] = human_bytes
+    env.filters["cpu_ranges"] = cpu_ranges
     return env
 
 
@@ -107,6 +122,19 @@ def _records(frame: pd.DataFrame) -> list[dict]:
     ]
 
 
+def _modes_rows(modes: pd.DataFrame | None, experiment: str, cells: pd.DataFrame) -> list[dict]:
+    """The modes of an experiment's cells for the op its figures show (the
+    kernel's last op); results/summary/modes.csv has every op."""
+    if modes is None or modes.empty:
+        return []
+    mine = modes[modes["experiment"] == experiment]
+    if mine.empty:
+        return []
+    op = list(dict.fromkeys(cells["op"].dropna()))[-1] if cells["op"].notna().any() else None
+    mine = add_series(mine[mine["op"] == op] if op is not None else mine)
+    return _records(mine.sort_values(["series", "threads"], kind="stable"))
+
+
 def build_context(
     *,
     config: dict,
@@ -115,6 +143,7 @@ def build_context(
     figures: dict[str, dict[str, str]],
     systems: dict[str, dict],
     provenance: dict,
+    modes: pd.DataFrame | None = None,
 ) -> dict:
     line_bytes = {name: system["topology"]["line_bytes"] for name, system in systems.items()}
     ec = effective_concurrency(cells, line_bytes)
@@ -130,6 +159,7 @@ def build_context(
                 "figures": {kind: Markup(svg) for kind, svg in figures.get(name, {}).items()},
                 "tables": tables_for(spec["kernel"], part, part_ec),
                 "cells": _records(part),
+                "modes": _modes_rows(modes, name, part),
             }
         )
     return {
@@ -158,6 +188,7 @@ def render_report(
     cells_csv: str,
     problems_csv: str,
     figures: list[str],
+    modes_csv: str | None = None,
     system_files: dict[str, dict[str, str]],
     provenance: dict,
     output: str,
@@ -176,6 +207,7 @@ def render_report(
         config=config,
         cells=pd.read_csv(cells_csv),
         problems=pd.read_csv(problems_csv),
+        modes=pd.read_csv(modes_csv) if modes_csv else None,
         figures=svgs,
         systems=systems,
         provenance={

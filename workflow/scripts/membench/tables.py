@@ -195,6 +195,46 @@ def idle_latency_table(latencies: pd.DataFrame) -> dict:
     }
 
 
+def _change(before: float, after: float, digits: int = 1) -> str:
+    """"62.1 → 80.3 (+29 %)"; the percentage is left out where before is 0."""
+    if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (before, after)):
+        return "–"
+    pct = f" ({(after - before) / before:+.0%})" if before else ""
+    return f"{before:.{digits}f} → {after:.{digits}f}{pct}"
+
+
+def affinity_change_table(cells: pd.DataFrame, before: str = "none", after: str = "spread") -> dict | None:
+    """The Colfax before/after: per op and thread count, the OS's placement
+    (none) against explicit affinity (spread): mean, std and min over the
+    repetitions. None when the experiment lacks either affinity."""
+    ok = cells[cells["n_ok"] > 0]
+    if not {before, after} <= set(ok["affinity"]):
+        return None
+    others = add_series(ok, ["system", "variant", "policy_requested", "pages", "init", "size_requested"])
+    several = others["series"].nunique() > 1
+    rows = []
+    for (series, op, threads), part in others.groupby(["series", "op", "threads"], sort=False):
+        first = part[part["affinity"] == before]
+        second = part[part["affinity"] == after]
+        if first.empty or second.empty:
+            continue
+        a, b = first.iloc[0], second.iloc[0]
+        rows.append(
+            [*([series] if several else []), op, str(threads), f"{int(a['n_ok'])} / {int(b['n_ok'])}",
+             _change(a["gbps_mean"], b["gbps_mean"]), _change(a.get("gbps_std"), b.get("gbps_std"), 2),
+             _change(a["gbps_min"], b["gbps_min"])]
+        )  # fmt: skip
+    if not rows:
+        return None
+    return {
+        "title": f"Affinity {before} → {after} (the Colfax paper's before and after)",
+        "note": f"GB/s over repetitions with the OS placing threads ({before}) and with explicit affinity ({after}); "
+        "the change in mean, in spread (standard deviation) and in the worst run (min).",
+        "columns": [*(["series"] if several else []), "op", "threads", f"runs {before} / {after}", "mean", "std", "min"],
+        "rows": rows,
+    }
+
+
 # Which paper table each kernel family's experiments show.
 TABLES = {"readonly": (feature_table,), "xor": (range_table,)}
 
@@ -204,6 +244,10 @@ def tables_for(kernel: str, cells: pd.DataFrame, ec: pd.DataFrame) -> list[dict]
     if cells.empty:
         return []
     tables = [make(cells) for make in TABLES.get(kernel, ())]
+    if kernel not in ("chase", "loaded", "readonly"):
+        change = affinity_change_table(cells)
+        if change:
+            tables.append(change)
     if kernel not in ("chase", "loaded") and cells["policy_requested"].nunique() > 1:
         tables.append(placement_table(cells))
     if not ec.empty and ec["latency_ns"].notna().any():  # else the concurrency section says why
