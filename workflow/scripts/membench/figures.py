@@ -190,6 +190,14 @@ def _mode_marks(modes: pd.DataFrame | None, experiments, op: str) -> dict:
     }
 
 
+def _explaining(modes: pd.DataFrame | None, experiments) -> list[str]:
+    """Factors that explain cells of these experiments, most often first."""
+    if modes is None or modes.empty:
+        return []
+    mine = modes[modes["experiment"].isin(experiments) & (modes["verdict"] == "explained")]
+    return list(mine.groupby("best_factor")["explained_share"].sum().sort_values(ascending=False).index)
+
+
 def placement_svg(measurements: pd.DataFrame, name: str, modes: pd.DataFrame | None = None) -> str:
     """Every repetition of the kernel's last op (triad for STREAM), one dot
     per run at its GB/s (log scale, so modes look alike at every thread
@@ -201,7 +209,7 @@ def placement_svg(measurements: pd.DataFrame, name: str, modes: pd.DataFrame | N
         return _empty("no successful measurements in this experiment", name)
     op = list(dict.fromkeys(ok["op"]))[-1]
     ok = ok[ok["op"] == op]
-    ok = ok.assign(placement=figure_classes(ok))
+    ok = ok.assign(placement=figure_classes(ok, _explaining(modes, ok["experiment"].unique())))
     classes = [c for c in ok["placement"].value_counts().index if c != OTHER] + ([OTHER] if (ok["placement"] == OTHER).any() else [])
     palette = {c: "#8c8c8c" if c == OTHER else colour for c, colour in zip(classes, colours(len(classes)))}
     threads, series = sorted(ok["threads"].unique()), list(dict.fromkeys(ok["series"]))

@@ -224,9 +224,9 @@ def coarse_words(ok: pd.DataFrame) -> pd.DataFrame:
             "nodes": ok["threads_per_node"].map(_node_words),
             "smt": ok["smt_shared_cores"].astype(float).gt(0).map({True: "SMT shared", False: "own cores"}),
             "oversubscribed": ok["oversubscribed_cpus"].astype(float).gt(0).map(
-                {True: "oversubscribed", False: "one thread per CPU"}
+                {True: "oversubscribed", False: "1 thread/CPU"}
             ),
-            "migrated": moved.gt(0).map({True: "migrated", False: "not migrated"}).where(moved.notna(), "migration unknown"),
+            "migrated": moved.gt(0).map({True: "migrated", False: "stayed"}).where(moved.notna(), "migration unknown"),
             "pages": "pages " + ok["page_locality"].astype(str),
             "hugepages": "huge pages " + ok["hugepages"].astype(str),
         },
@@ -235,16 +235,37 @@ def coarse_words(ok: pd.DataFrame) -> pd.DataFrame:
     return words
 
 
-def figure_classes(ok: pd.DataFrame, max_classes: int = MAX_FIGURE_CLASSES) -> pd.Series:
-    """One label per run from the coarse words that vary across `ok` (the
-    runs of one figure), the most common max_classes - 1 kept and the rest
-    "other"; "same placement" when nothing varies."""
+# Coarse words in the order the figure names them when not all fit: where
+# pages are and CPU sharing first, migration last (it rarely costs much).
+WORD_PRIORITY = ["pages", "oversubscribed", "nodes", "smt", "hugepages", "migrated"]
+# Which coarse word stands for each factor of the modes table.
+WORD_OF_FACTOR = {
+    "page_locality": "pages", "oversubscribed_cpus": "oversubscribed", "threads_per_node": "nodes",
+    "threads_per_package": "nodes", "node_imbalance": "nodes", "smt_shared_cores": "smt",
+    "hugepages": "hugepages", "migrated_threads": "migrated",
+}  # fmt: skip
+
+
+def figure_classes(ok: pd.DataFrame, explaining: list[str] = (), max_classes: int = MAX_FIGURE_CLASSES) -> pd.Series:
+    """One label per run for the figure of `ok` (one experiment's runs).
+    Words join the label one factor at a time, first those that explain
+    cells in the modes table (`explaining`: factor names, most often first),
+    then WORD_PRIORITY, each only if the labels stay within max_classes - 1
+    (a rare class that explains a cell is never hidden in "other" by a word
+    that explains less); should the first word alone have more, the
+    rarest become "other"."""
     if ok.empty or "threads_per_node" not in ok or ok["threads_per_node"].isna().all():
         return pd.Series("placement not classified", index=ok.index)
     words = coarse_words(ok)
-    varying = [c for c in words if words[c].nunique() > 1]
-    if not varying:
+    order = list(dict.fromkeys([WORD_OF_FACTOR[f] for f in explaining if f in WORD_OF_FACTOR] + WORD_PRIORITY))
+    chosen: list[str] = []
+    for word in order:
+        if words[word].nunique() < 2:
+            continue
+        if not chosen or words[[*chosen, word]].drop_duplicates().shape[0] <= max_classes - 1:
+            chosen.append(word)
+    if not chosen:
         return pd.Series("same placement in every run", index=ok.index)
-    labels = words[varying].apply(" · ".join, axis=1)
-    keep = labels.value_counts().index[: max_classes - 1] if labels.nunique() > max_classes else labels.unique()
+    labels = words[chosen].apply(" · ".join, axis=1)
+    keep = labels.value_counts().index[: max_classes - 1]
     return labels.where(labels.isin(keep), OTHER)
