@@ -41,9 +41,12 @@ test: system-deps test-deps $(STAMP)
 
 # Speed targets, checked side by side against likwid-bench in one sitting
 # (not a test: timings on shared machines are noisy). Skips without likwid.
+# figures_only: the report rebuilt from stored runs at 64 CPUs and at the
+# Colfax study's 27,000 repetitions, time, memory and sizes vs targets.
 bench: system-deps $(STAMP)
 	$(BIN)/python bench/compare_likwid.py
 	$(BIN)/python bench/oversize_skip.py
+	$(BIN)/python bench/figures_only.py
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint
