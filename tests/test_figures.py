@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from membench import figures, stats
+from membench import figures, placement, stats
 
 RNG = np.random.default_rng(7)
 
@@ -49,13 +49,44 @@ def test_cell_figures(tables, kind):
     assert "alpha" in svg and "beta" in svg  # one series per system
 
 
-@pytest.mark.parametrize("kind", ["histogram", "placement"])
-def test_repetition_figures(tables, kind):
+# Two nodes of two CPUs each (CPU c on node c // 2), one core per CPU.
+TOPOLOGY = {
+    "cpus": [{"cpu": c, "core": c % 2, "package": c // 2, "node": c // 2, "siblings": [c]} for c in range(4)],
+    "nodes": [{"node": 0, "cpus": [0, 1]}, {"node": 1, "cpus": [2, 3]}],
+}
+
+
+def test_histogram(tables):
     measurements, _ = tables
-    svg = {"histogram": figures.histogram_svg, "placement": figures.placement_svg}[kind](measurements, f"t-{kind}")
-    assert svg.startswith("<svg") and "1 GB/s bins" in svg
-    if kind == "placement":
-        assert "CPUs [0, 0]; pages n0 100%" in svg and "CPUs [0, 1]; pages n0 50%, n1 50%" in svg
+    svg = figures.histogram_svg(measurements, "t-histogram")
+    assert svg.startswith("<svg") and "1 GB/s bins" in svg and "threads = 2" in svg
+
+
+def test_placement_figure_colours_runs_by_class(tables):
+    measurements, _ = tables
+    classified = placement.add_classes(measurements, {"alpha": TOPOLOGY, "beta": TOPOLOGY})
+    svg = figures.placement_svg(classified, "t-placement")
+    assert svg.startswith("<svg") and "log scale" in svg
+    # [0, 0]: two threads on CPU 0, pages on node 0; [0, 1]: one each, half the pages remote
+    assert "pages local · oversubscribed" in svg and "pages split · 1 thread/CPU" in svg
+    assert "[0, 1]" not in svg and "<image" in svg  # no raw CPU lists; the dots are a raster layer
+
+
+def test_placement_figure_legend_stays_bounded():
+    rng = np.random.default_rng(1)
+    rows = []
+    for i in range(400):  # every run its own CPU list on 2 nodes x 2 CPUs, 4 threads
+        cpus = [int(c) for c in rng.integers(0, 4, 4)]
+        rows.append(dict(system="s", experiment="e", cell="e/c", kernel="stream", variant="default", op="triad",
+                         threads=4, affinity="none", policy_requested="default", pages="4k", init="parallel",
+                         size_requested="auto", status="ok", gbps=float(rng.normal(50, 5)), cpus=str(cpus),
+                         cpus_start=str(cpus[::-1]), page_nodes=json.dumps({str(i % 2): 1.0}), hugepage_fraction=0.0,
+                         migrated=True))  # fmt: skip
+    table = placement.add_classes(pd.DataFrame(rows), {"s": TOPOLOGY})
+    labels = placement.figure_classes(table)
+    assert 1 < labels.nunique() <= placement.MAX_FIGURE_CLASSES
+    svg = figures.placement_svg(table, "t-many")
+    assert svg.count(" runs)</text>") == labels.nunique()
 
 
 def test_size_sweep_adds_the_spill_curve():

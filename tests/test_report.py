@@ -101,3 +101,57 @@ def test_mccalpin_tables(html):
 
 def test_remote_bandwidth_has_no_matching_latency_and_says_so(html):
     assert "no idle latency measured on box with remote placement" in html
+
+
+# ------------------------------------------------------------ placement
+
+
+@pytest.fixture(scope="module")
+def colfax_html():
+    """Affinity none vs spread at 2 threads, 8 runs each: none has two modes
+    (the oversubscribed runs are the slow ones), spread one."""
+    from membench import modes, placement
+
+    rows = []
+    for repeat in range(8):
+        slow = repeat < 3
+        rows.append(record(experiment="colfax", cell="colfax/none", affinity="none", gbps=6.0 + repeat * 0.01 if slow else 10.0 + repeat * 0.01,
+                           cpus="[0, 0]" if slow else "[0, 1]", cpus_start="[0, 0]" if slow else "[0, 1]", repeat=repeat))  # fmt: skip
+        rows.append(record(experiment="colfax", cell="colfax/spread", affinity="spread", gbps=11.0 + repeat * 0.01,
+                           cpus="[0, 2]", cpus_start="[0, 2]", page_nodes='{"0": 0.5, "1": 0.5}', repeat=repeat))  # fmt: skip
+    table = placement.add_classes(pd.DataFrame(rows), {"box": TOPOLOGY})
+    cells = stats.summarise_cells(table)
+    context = report.build_context(
+        config={"experiments": {"colfax": {"kernel": "stream", "affinity": ["none", "spread"]}}},
+        cells=cells,
+        problems=stats.problem_cells(table),
+        figures={},
+        systems={"box": {"topology": TOPOLOGY, "environment": ENVIRONMENT}},
+        provenance={"membench_version": "t", "commit": "abc", "config_hash": "h", "snakemake_version": "9", "rendered_at": "now"},
+        modes=modes.modes_table(table, stats.CELL_KEYS),
+    )
+    env = report.make_environment(report.TEMPLATE_DIR)
+    return env.get_template("report.html.j2").render(**context, stylesheet=Markup(""))
+
+
+def test_modes_table_says_what_explains_the_modes(colfax_html):
+    assert "Modes and what explains them (triad)" in colfax_html
+    assert "explained by oversubscribed CPUs: oversubscribed CPUs 1 (3 of 8 runs) slower" in colfax_html
+    assert "every run has the same placement by every recorded factor" in colfax_html  # the spread cell
+
+
+def test_colfax_before_after_table(colfax_html):
+    assert "Affinity none → spread" in colfax_html
+    # none: mean of 6.00..6.02 (3 runs) and 10.03..10.07 (5 runs); spread 11.00..11.07
+    assert "<td>8.5 → 11.0 (+29%)</td>" in colfax_html  # the mean
+    assert "<td>6.0 → 11.0 (+83%)</td>" in colfax_html  # the worst run, min
+
+
+def test_cells_list_placement_classes_not_cpu_lists(colfax_html):
+    assert "oversubscribed CPUs 0 ×5, 1 ×3" in colfax_html
+    assert "[0, 1]" not in colfax_html and "CPUs obtained" not in colfax_html
+
+
+def test_node_cpu_lists_are_ranges():
+    assert report.cpu_ranges([0, 1, 2, 3, 8, 10, 11]) == "0-3,8,10-11"
+    assert report.cpu_ranges([]) == ""

@@ -33,7 +33,7 @@ def test_summary_of_ok_repetitions():
     assert row["gbps_mean"] == pytest.approx(12.0)
     assert row["gbps_std"] == pytest.approx(2.0)  # sample std (ddof=1)
     assert (row["gbps_min"], row["gbps_median"], row["gbps_max"]) == (10.0, 12.0, 14.0)
-    assert row["cpus_obtained"] == "[0, 1] x2; [1, 0] x1"
+    assert row["placement_classes"] == "not classified (no topology.json)"  # raw CPU lists are not listed
     assert row["migrated_runs"] == 1
 
 
@@ -62,6 +62,24 @@ def test_problem_cells_group_by_reason():
         {"system": "s", "experiment": "e", "cell": "e/stream-default/c", "status": "skipped", "reason": "no node 1", "records": 2}
     ]
     assert stats.problem_cells(frame[frame["status"] == "ok"]).empty
+
+
+def test_placement_classes_with_counts_when_classified():
+    frame = table(
+        [
+            {"status": "ok", "gbps": 10.0, "cpus": "[0, 1]", "threads_per_node": "2", "oversubscribed_cpus": 0},
+            {"status": "ok", "gbps": 11.0, "cpus": "[0, 1]", "threads_per_node": "2", "oversubscribed_cpus": 0},
+            {"status": "ok", "gbps": 8.0, "cpus": "[0, 0]", "threads_per_node": "2", "oversubscribed_cpus": 1},
+        ]
+    )
+    (row,) = stats.summarise_cells(frame).to_dict("records")
+    assert row["placement_classes"] == "threads per node 2 ×3; oversubscribed CPUs 0 ×2, 1 ×1"
+
+
+def test_distinct_patterns_are_bounded():
+    frame = table([{"status": "ok", "gbps": 1.0, "cpus": "[0]", "placement_problems": f"note {i}"} for i in range(10)])
+    (row,) = stats.summarise_cells(frame).to_dict("records")
+    assert row["placement_notes"].count(" x1") == 3 and row["placement_notes"].endswith("7 more x7")
 
 
 def test_placement_mismatches_are_counted_per_cell():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from membench.placement import add_classes
+from membench.placement import Machine, classify
 from membench.records import contract_problems, read_jsonl, write_text_atomic
 from membench.verify import placement_problems
 
@@ -20,7 +20,9 @@ class ContractError(ValueError):
 
 def _flat(value):
     """Lists and objects become JSON text so a CSV cell can hold them."""
-    return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
+    if type(value) is dict:
+        return json.dumps(value, sort_keys=True)
+    return json.dumps(value) if type(value) is list else value
 
 
 def load_records(paths: list[str]) -> list[dict]:
@@ -39,21 +41,69 @@ def _checked(paths: list[str]):
         raise ContractError("records break the contract:\n" + "\n".join(problems[:50]))
 
 
-def _row(record: dict) -> dict:
+# Per-thread lists the table leaves in the records: what they say is in the
+# table as placement classes and placement problems (and `cpus` stays), and
+# at 256 threads and 1000 runs per cell they would be most of its bytes.
+RECORD_ONLY = ("cpus_start", "cpus_bound", "cpu_nodes", "seconds")
+
+
+def _row(record: dict, texts: dict | None = None) -> dict:
     """A record as a table row: the variant's feature columns become
-    feature_<name> columns, other lists and objects JSON text."""
-    row = {k: _flat(v) for k, v in record.items() if k != "features"}
+    feature_<name> columns, other lists and objects JSON text. `texts`
+    remembers the last text of each key: the records of one process repeat
+    their lists (CPUs, page nodes), which are then encoded once."""
+    texts = {} if texts is None else texts
+    row = {}
+    for key, value in record.items():
+        if key in RECORD_ONLY:
+            continue
+        if type(value) in (list, dict):
+            last = texts.get(key)
+            if last is None or last[0] != value:
+                last = texts[key] = (value, _flat(value))
+            value = last[1]
+        row[key] = value
+    row.pop("features", None)
     row.update({f"feature_{k}": v for k, v in (record.get("features") or {}).items()})
     row["placement_problems"] = "; ".join(placement_problems(record)) or None
     return row
+
+
+CHUNK = 5000  # rows per DataFrame before they are joined: dicts cost far more memory than columns
+
+
+def _rows(records, machines: dict[str, Machine]):
+    """Table rows with the placement classes of ok records whose system's
+    topology is known; the records of one process (one per op) share their
+    placement, which is classified once."""
+    last_key, last_classes, texts = None, None, {}
+    for record in records:
+        row = _row(record, texts)
+        machine = machines.get(record.get("system"))
+        if machine is not None and record.get("status") == "ok":
+            key = (record.get("system"), record["cpus"], record.get("cpus_start"), record.get("page_nodes"),
+                   record.get("hugepage_fraction"), record.get("migrated"))  # fmt: skip
+            if key != last_key:
+                last_key = key
+                last_classes = classify(machine, *key[1:])
+            row.update(last_classes)
+        yield row
 
 
 def records_table(records, topologies: dict[str, dict] | None = None) -> pd.DataFrame:
     """Rows of the records (flattened one at a time: a study's raw records
     never sit in memory all at once), plus placement classes where the
     system's topology is known."""
-    table = pd.DataFrame([_row(r) for r in records])
-    return add_classes(table, topologies) if topologies and not table.empty else table
+    machines = {system: Machine(topology) for system, topology in (topologies or {}).items()}
+    frames, chunk = [], []
+    for row in _rows(records, machines):
+        chunk.append(row)
+        if len(chunk) == CHUNK:
+            frames.append(pd.DataFrame(chunk))
+            chunk = []
+    if chunk or not frames:
+        frames.append(pd.DataFrame(chunk))
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
 def collect_runs(inputs: list[str], output: str, topology: str | None = None) -> pd.DataFrame:
@@ -66,11 +116,17 @@ def collect_runs(inputs: list[str], output: str, topology: str | None = None) ->
     return table
 
 
-def read_measurements(paths: list[str], columns: list[str] | None = None) -> pd.DataFrame:
-    """The measurement tables of every system; only `columns` (those
-    present) when given, which keeps a large study's figures cheap."""
+def read_measurements(paths: list[str], columns: list[str] | None = None, without: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The measurement tables of every system; only `columns` (and the
+    feature columns) when given, never those `without`: a large study's
+    figures and summaries read what they use."""
     frames = []
     for path in paths:
-        wanted = None if columns is None else lambda name: name in columns or name.startswith("feature_")
+
+        def wanted(name: str) -> bool:
+            if name in without:
+                return False
+            return columns is None or name in columns or name.startswith("feature_")
+
         frames.append(pd.read_csv(path, usecols=wanted, low_memory=False))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

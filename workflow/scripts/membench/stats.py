@@ -98,7 +98,7 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
                 row.update(distribution(ok[metric].dropna(), prefix))
         row.update(
             hugepage_fraction_mean=ok["hugepage_fraction"].astype(float).mean(),
-            placement_classes=placement_summary(ok) or f"{ok['cpus'].nunique()} distinct CPU lists (no topology to classify them)",
+            placement_classes=placement_summary(ok) or "not classified (no topology.json)",
             migrated_runs=int(ok["migrated"].fillna(False).astype(bool).sum()) if "migrated" in ok else 0,
         )
         if "node_name" in ok:

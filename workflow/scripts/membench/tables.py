@@ -210,8 +210,10 @@ def affinity_change_table(cells: pd.DataFrame, before: str = "none", after: str 
     ok = cells[cells["n_ok"] > 0]
     if not {before, after} <= set(ok["affinity"]):
         return None
-    others = add_series(ok, ["system", "variant", "policy_requested", "pages", "init", "size_requested"])
-    several = others["series"].nunique() > 1
+    axes = [a for a in ["system", "variant", "policy_requested", "pages", "init", "size_requested"] if a in ok]
+    varying = [a for a in axes if ok[a].nunique(dropna=False) > 1]
+    others = add_series(ok, varying) if varying else ok.assign(series="all")
+    several = bool(varying)
     rows = []
     for (series, op, threads), part in others.groupby(["series", "op", "threads"], sort=False):
         first = part[part["affinity"] == before]
