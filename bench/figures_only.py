@@ -13,8 +13,10 @@ Studies (each in its own temporary directory, generated first, untimed):
              paper's study size.
 Timed: `snakemake --cores 1 --configfile <study config> --config
 figures_only=True` in the study's directory (collect, analyse, figures,
-report), wall time and the peak RSS of the largest process (Snakemake or
-one of its jobs: getrusage of the waited-for children).
+report), wall time, CPU time (user + system of every process: less
+sensitive than wall time to other load on a shared machine) and the peak
+RSS of the largest process (Snakemake or one of its jobs: getrusage of the
+waited-for children).
 """
 
 from __future__ import annotations
@@ -41,8 +43,9 @@ MEASURE = """
 import json, resource, subprocess, sys, time
 start = time.monotonic()
 rc = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=open("bench.log", "w"))
-print(json.dumps({"rc": rc, "wall_s": time.monotonic() - start,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"rc": rc, "wall_s": time.monotonic() - start, "cpu_s": usage.ru_utime + usage.ru_stime,
+                  "peak_rss_mb": usage.ru_maxrss / 1024}))
 """
 
 
@@ -116,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(
                 f"{study:>7}: {r['runs']:>6} runs | wall {r['wall_s']:6.1f} s (<= {TARGETS['wall_s']:.0f}: "
-                f"{verdict(r['wall_s'], TARGETS['wall_s'])}) | peak RSS {r['peak_rss_mb']:6.0f} MB "
+                f"{verdict(r['wall_s'], TARGETS['wall_s'])}), CPU {r['cpu_s']:6.1f} s | peak RSS {r['peak_rss_mb']:6.0f} MB "
                 f"(<= {TARGETS['peak_rss_mb']:.0f}: {verdict(r['peak_rss_mb'], TARGETS['peak_rss_mb'])}) | "
                 f"report {r['report_mb']:.2f} MB ({verdict(r['report_mb'], TARGETS['report_mb'])}) | "
                 f"largest figure {r['figure_mb']:.2f} MB {r['largest_figure']} ({verdict(r['figure_mb'], TARGETS['figure_mb'])})"

@@ -1,5 +1,8 @@
 """Placement proven on a real multi-node kernel: a Linux guest under QEMU
-(TCG) with 2 and with 4 NUMA nodes and a distance matrix (tools/numa_guest).
+(TCG) with 2 and with 4 NUMA nodes and a distance matrix (tools/numa_guest),
+and a 2-socket x 2-core x 2-thread guest (two nodes, SMT siblings) where
+close, spread, node:N, threads "cores" and cpus: lists must put each thread
+on the CPU config/README.md says.
 
 Per layout the guest boots twice:
   1. probe: it prints its own sysfs/procfs files; membench.topology reads
@@ -265,3 +268,92 @@ def test_serial_init_puts_pages_on_the_initialising_thread(booted):
     got = pages(parallel)
     assert set(got) == {first, second}
     assert got[first] == pytest.approx(0.5, abs=0.05) and got[second] == pytest.approx(0.5, abs=0.05)
+
+
+# ------------------------------------------------ thread placement with SMT
+# The 2-socket x 2-core x 2-thread guest (guest.TWO_SOCKETS_SMT): node 0 =
+# socket 0 = CPUs 0-3, core 0 = CPUs 0 and 1 (QEMU puts siblings next to
+# each other), core 1 = CPUs 2 and 3; node 1 = CPUs 4-7 likewise. Each case:
+# (threads, affinity, the CPU of each thread by config/README.md), by hand.
+SMT_CASES = {
+    # close: (node, package, core, SMT sibling) order, so siblings fill first
+    "close": (4, "close", [0, 1, 2, 3]),
+    # spread: round-robin over nodes, one thread per physical core before any sibling
+    "spread": (4, "spread", [0, 4, 2, 6]),
+    "spread_all": (8, "spread", [0, 4, 2, 6, 1, 5, 3, 7]),
+    # node:N: the CPUs of node N, one per core first; threads "node" = its cores
+    "node": ("node", "node:1", [4, 6]),
+    "node_siblings": (3, "node:1", [4, 6, 5]),
+    # threads "cores": one per physical core (4 here), placed by the affinity
+    "cores_spread": ("cores", "spread", [0, 4, 2, 6]),
+    "cores_close": ("cores", "close", [0, 1, 2, 3]),
+    # cpus: thread i on the i-th CPU of the list
+    "cpus": (3, "cpus:5,1,6", [5, 1, 6]),
+}
+
+
+@pytest.fixture(scope="module")
+def smt_booted(guest_parts):
+    """(layout, guest topology, {case: record}) for the SMT guest."""
+    kernel, base, work = guest_parts
+    layout = guest.TWO_SOCKETS_SMT
+    probe = guest.boot(layout, [], kernel=kernel, base_initrd=base, workdir=work / layout.name, dump_sysfs=True)
+    assert probe.up_seconds is not None and probe.done and probe.returncode == 0, probe.explain()
+    topo = topology.read_topology(probe.write_root(work / layout.name / "root"))
+    allowed = [c["cpu"] for c in topo["cpus"]]
+    argvs = []
+    for name, (threads, affinity, _) in SMT_CASES.items():
+        req = measure.Request(
+            system="guest-smt", kernel="stream", variant="default", ops=("triad",), threads=threads,
+            affinity=affinity, policy="default", pages="4k", init="parallel", size=SIZE, ntimes=NTIMES, repeat=0,
+        )  # fmt: skip
+        resolved, reason = measure.resolve(req, topo, allowed)
+        assert reason is None, (name, reason)
+        argvs.append(measure.harness_argv("/bin/harness", req, resolved)[1:])
+    run = guest.boot(layout, argvs, kernel=kernel, base_initrd=base, workdir=work / layout.name)
+    assert run.done and run.returncode == 0, run.explain()
+    print(f"\nguest {layout.name}: probe boot {probe.seconds:.1f}s, cases boot {run.seconds:.1f}s ({len(argvs)} cases)")
+    records = {}
+    for index, name in enumerate(SMT_CASES, start=1):
+        assert run.exit_codes.get(index) == 0, (name, run.cases.get(index), run.stderr.get(index))
+        (records[name],) = run.records[index]
+        print(f"  {name}: cpus={records[name]['cpus']} bound={records[name]['cpus_bound']}")
+    return layout, topo, records
+
+
+def test_smt_guest_topology(smt_booted):
+    layout, topo, _ = smt_booted
+    assert (topo["packages"], topo["cores"], len(topo["cpus"])) == (2, 4, 8)
+    for cpu in topo["cpus"]:
+        socket, core, _ = layout.socket_core_thread(cpu["cpu"])
+        assert cpu["package"] == socket and cpu["node"] == socket
+        assert sorted(cpu["siblings"]) == [2 * (cpu["cpu"] // 2), 2 * (cpu["cpu"] // 2) + 1]
+
+
+@pytest.mark.parametrize("name", list(SMT_CASES))
+def test_threads_land_where_config_readme_says(smt_booted, name):
+    layout, _, records = smt_booted
+    r = records[name]
+    expected = SMT_CASES[name][2]
+    assert r["status"] == "ok" and r["valid"] is True, r
+    assert r["threads"] == len(expected)
+    assert r["cpus_bound"] == expected and r["cpus"] == r["cpus_start"] == expected, r
+    assert r["cpu_nodes"] == [layout.node_of(c) for c in expected]
+    assert r["migrated"] is False
+
+
+def test_placement_classes_read_the_guest_topology(smt_booted):
+    from membench import placement
+
+    _, topo, records = smt_booted
+    machine = placement.Machine(topo)
+
+    def classes(name):
+        r = records[name]
+        return placement.classify(machine, r["cpus"], r["cpus_start"], r["page_nodes"], r["hugepage_fraction"])
+
+    close, spread = classes("close"), classes("spread")
+    assert (close["threads_per_node"], close["smt_shared_cores"], close["node_imbalance"]) == ("4+0", 2, 4)
+    assert (spread["threads_per_node"], spread["smt_shared_cores"], spread["node_imbalance"]) == ("2+2", 0, 0)
+    assert close["page_locality"] == spread["page_locality"] == "local"  # parallel first touch
+    assert classes("spread_all")["smt_shared_cores"] == 4

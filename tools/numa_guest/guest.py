@@ -79,6 +79,14 @@ class Layout:
     node_cpus: tuple[tuple[int, ...], ...]
     node_mib: tuple[int, ...]
     distances: tuple[tuple[int, ...], ...]
+    # (sockets, cores per socket, threads per core); None: one socket per CPU.
+    # QEMU numbers CPUs socket by socket, core by core, siblings adjacent:
+    # cpu = (socket * cores + core) * threads + thread.
+    smp: tuple[int, int, int] | None = None
+    # TCG's "max" CPU describes itself as AMD without the topology leaf that
+    # Linux reads SMT siblings from on AMD; as GenuineIntel, Linux reads
+    # CPUID leaf 0xB, which QEMU fills from -smp.
+    cpu: str = "max"
 
     @property
     def ncpus(self) -> int:
@@ -97,8 +105,15 @@ class Layout:
         others = [n for n in range(self.nnodes) if n not in nodes]
         return max(others, key=lambda n: (sum(self.distances[t][n] for t in nodes), -n))
 
+    def socket_core_thread(self, cpu: int) -> tuple[int, int, int]:
+        sockets, cores, threads = self.smp or (self.ncpus, 1, 1)
+        core, thread = divmod(cpu, threads)
+        socket, core = divmod(core, cores)
+        return socket, core, thread
+
     def qemu_args(self) -> list[str]:
-        args = ["-smp", f"{self.ncpus},sockets={self.ncpus},cores=1,threads=1", "-m", f"{sum(self.node_mib)}M"]
+        sockets, cores, threads = self.smp or (self.ncpus, 1, 1)
+        args = ["-smp", f"{self.ncpus},sockets={sockets},cores={cores},threads={threads}", "-m", f"{sum(self.node_mib)}M"]
         for node, (cpus, mib) in enumerate(zip(self.node_cpus, self.node_mib)):
             args += ["-object", f"memory-backend-ram,id=mem{node},size={mib}M"]
             args += ["-numa", ",".join([f"node,nodeid={node}", *(f"cpus={c}" for c in cpus), f"memdev=mem{node}"])]
@@ -131,7 +146,18 @@ FOUR_NODES = Layout(
         (22, 28, 16, 10),
     ),
 )
-LAYOUTS = {layout.name: layout for layout in (TWO_NODES, FOUR_NODES)}
+# Two sockets of two cores with two SMT threads each, a node per socket:
+# CPUs 0-3 on node 0 (core 0: CPUs 0, 1; core 1: CPUs 2, 3), 4-7 on node 1.
+# The smallest machine where close, spread and node:N differ.
+TWO_SOCKETS_SMT = Layout(
+    name="2socket-smt",
+    node_cpus=((0, 1, 2, 3), (4, 5, 6, 7)),
+    node_mib=(192, 160),
+    distances=((10, 21), (21, 10)),
+    smp=(2, 2, 2),
+    cpu="max,vendor=GenuineIntel",
+)
+LAYOUTS = {layout.name: layout for layout in (TWO_NODES, FOUR_NODES, TWO_SOCKETS_SMT)}
 
 
 # ------------------------------------------------------------------- cache
@@ -484,7 +510,7 @@ def qemu_argv(layout: Layout, kernel: Path, initrd: Path, console: Path, data: P
     append = "console=ttyS0 panic=-1 quiet loglevel=4 numa_balancing=disable mitigations=off nokaslr"
     return [
         QEMU,
-        "-machine", "pc", "-accel", "tcg,thread=multi", "-cpu", "max",
+        "-machine", "pc", "-accel", "tcg,thread=multi", "-cpu", layout.cpu,
         *layout.qemu_args(),
         "-kernel", str(kernel), "-initrd", str(initrd), "-append", append,
         "-nodefaults", "-display", "none", "-no-reboot", "-monitor", "none",

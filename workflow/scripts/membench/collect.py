@@ -47,6 +47,11 @@ def _checked(paths: list[str]):
 RECORD_ONLY = ("cpus_start", "cpus_bound", "cpu_nodes", "seconds")
 
 
+# What placement_problems reads: the records of one process share it.
+PLACEMENT_KEYS = ("status", "policy", "policy_requested", "page_nodes", "cpu_nodes", "memory_nodes", "pages",
+                  "hugepage_fraction", "affinity", "affinity_resolved", "threads", "cpus", "cpus_bound")  # fmt: skip
+
+
 def _row(record: dict, texts: dict | None = None) -> dict:
     """A record as a table row: the variant's feature columns become
     feature_<name> columns, other lists and objects JSON text. `texts`
@@ -65,7 +70,11 @@ def _row(record: dict, texts: dict | None = None) -> dict:
         row[key] = value
     row.pop("features", None)
     row.update({f"feature_{k}": v for k, v in (record.get("features") or {}).items()})
-    row["placement_problems"] = "; ".join(placement_problems(record)) or None
+    key = tuple(record.get(k) for k in PLACEMENT_KEYS)
+    last = texts.get("placement_problems")
+    if last is None or last[0] != key:
+        last = texts["placement_problems"] = (key, "; ".join(placement_problems(record)) or None)
+    row["placement_problems"] = last[1]
     return row
 
 
