@@ -98,25 +98,27 @@ def attribute(values: pd.Series, levels: pd.DataFrame) -> list[Attribution]:
     """Every factor that splits the runs into two or more classes (levels:
     the class of each run per factor, as text), the strongest (lowest p)
     first."""
-    values = values.astype(float)
-    total = float(((values - values.mean()) ** 2).sum())
+    v = values.astype(float).to_numpy()
+    total = float(((v - v.mean()) ** 2).sum())
     found = []
     for factor in levels:
-        labels = levels[factor].fillna("unknown")
-        groups = {level: values[labels == level] for level in labels.unique()}
-        if len(groups) < 2:
+        codes, names = pd.factorize(levels[factor].fillna("unknown"), sort=True)
+        if len(names) < 2:
             continue
-        between = sum(len(g) * (g.mean() - values.mean()) ** 2 for g in groups.values())
-        share = between / total if total > 0 else 0.0
+        counts = np.bincount(codes)
+        means = np.bincount(codes, weights=v) / counts
+        share = float((counts * (means - v.mean()) ** 2).sum() / total) if total > 0 else 0.0
+        order = np.argsort(codes, kind="stable")
+        groups = np.split(v[order], np.cumsum(counts)[:-1])
         try:
-            p_value = float(kruskal(*groups.values()).pvalue)
+            p_value = float(kruskal(*groups).pvalue)
         except ValueError:  # every value identical: nothing to explain
             p_value = 1.0
-        slow = min(groups, key=lambda level: groups[level].mean())
-        rest = values[labels != slow]
+        slow = int(np.argmin(means))
+        rest = v[codes != slow]
         found.append(
-            Attribution(factor, len(groups), float(share), p_value, slow, len(groups[slow]),
-                        float(groups[slow].mean()), float(rest.mean()))
+            Attribution(factor, len(names), share, p_value, str(names[slow]), int(counts[slow]),
+                        float(means[slow]), float(rest.mean()))
         )  # fmt: skip
     return sorted(found, key=lambda a: (a.p_value, -a.share))
 

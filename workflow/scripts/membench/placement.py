@@ -185,7 +185,9 @@ def factor_levels(ok: pd.DataFrame) -> pd.DataFrame:
         if factor not in ok or ok[factor].isna().all():
             continue
         column = ok[factor]
-        levels[factor] = column.map(count_bin, na_action="ignore") if factor in COUNT_FACTORS else column.astype(object)
+        if factor in COUNT_FACTORS:  # bin each distinct count once, not each run
+            column = column.map({value: count_bin(value) for value in column.dropna().unique()})
+        levels[factor] = column.astype(object)
     return pd.DataFrame(levels, index=ok.index)
 
 

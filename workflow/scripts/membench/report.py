@@ -132,7 +132,8 @@ def _modes_rows(modes: pd.DataFrame | None, experiment: str, cells: pd.DataFrame
         return []
     op = list(dict.fromkeys(cells["op"].dropna()))[-1] if cells["op"].notna().any() else None
     mine = add_series(mine[mine["op"] == op] if op is not None else mine)
-    return _records(mine.sort_values(["series", "threads"], kind="stable"))
+    order = {series: i for i, series in enumerate(dict.fromkeys(mine["series"]))}  # the config's order
+    return _records(mine.assign(_order=mine["series"].map(order)).sort_values(["_order", "threads"], kind="stable"))
 
 
 def build_context(
