@@ -73,3 +73,24 @@ def test_report_lists_classes_not_cpu_lists(rendered):
     text = html.read_text()
     assert "Modes and what explains them" in text and "Affinity none → spread" in text
     assert not re.search(r"\[\d+(, \d+){4,}\]", text)  # no raw CPU lists (16 and 64 threads) in the report
+
+
+def test_wide_tables_scroll_in_their_own_box_not_the_page(rendered, tmp_path):
+    """Headless Chromium lays the report out at 1280 px: the page itself
+    is no wider than the window (wide tables scroll inside their box)."""
+    import shutil
+    import subprocess
+
+    _, html = rendered
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is missing: `make test` installs it from Debian's apt"
+    probe = tmp_path / "probe.html"
+    widths = "document.documentElement.scrollWidth + ' ' + Math.max(...[...document.querySelectorAll('.scroll')].map(e => e.scrollWidth))"
+    probe.write_text(html.read_text().replace("</body>", f"<script>document.body.dataset.widths = {widths};</script></body>"))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([chromium, *flags, "--window-size=1280,800", "--dump-dom", probe.as_uri()],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    page, widest_box = map(int, re.search(r'data-widths="(\d+) (\d+)"', dom.stdout).groups())
+    assert page <= 1280, page
+    assert widest_box > 1280  # the All-cells table is wider than the window: it scrolls in its box
