@@ -42,9 +42,9 @@ def _checked(paths: list[str]):
 
 
 # Per-thread lists the table leaves in the records: what they say is in the
-# table as placement classes and placement problems (and `cpus` stays), and
-# at 256 threads and 1000 runs per cell they would be most of its bytes.
-RECORD_ONLY = ("cpus_start", "cpus_bound", "cpu_nodes", "seconds")
+# table as placement classes and placement problems, and at 256 threads and
+# 1000 runs per cell they would be most of its bytes.
+RECORD_ONLY = ("cpus", "cpus_start", "cpus_bound", "cpu_nodes", "seconds")
 
 
 # What placement_problems reads: the records of one process share it.

@@ -13,7 +13,7 @@ from membench.stats import CELL_KEYS, problem_cells, summarise_cells
 
 
 def write_summaries(measurements: list[str], cells_out: str, problems_out: str, modes_out: str) -> None:
-    table = read_measurements(measurements, without=("cpus", "memory_nodes"))  # raw lists: see placement classes
+    table = read_measurements(measurements, without=("memory_nodes",))
     write_text_atomic(Path(cells_out), summarise_cells(table).to_csv(index=False))
     write_text_atomic(Path(modes_out), modes_table(table, CELL_KEYS).to_csv(index=False))
     write_text_atomic(Path(problems_out), problem_cells(table).to_csv(index=False))
