@@ -125,7 +125,7 @@ def colfax_html():
         config={"experiments": {"colfax": {"kernel": "stream", "affinity": ["none", "spread"]}}},
         cells=cells,
         problems=stats.problem_cells(table),
-        figures={},
+        figures={"colfax": {"placement": "<svg id='p'></svg>"}},
         systems={"box": {"topology": TOPOLOGY, "environment": ENVIRONMENT}},
         provenance={"membench_version": "t", "commit": "abc", "config_hash": "h", "snakemake_version": "9", "rendered_at": "now"},
         modes=modes.modes_table(table, stats.CELL_KEYS),

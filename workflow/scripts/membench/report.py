@@ -160,7 +160,8 @@ def build_context(
                 "figures": {kind: Markup(svg) for kind, svg in figures.get(name, {}).items()},
                 "tables": tables_for(spec["kernel"], part, part_ec),
                 "cells": _records(part),
-                "modes": _modes_rows(modes, name, part),
+                # beside the placement figure, whose runs and ticks it explains
+                "modes": _modes_rows(modes, name, part) if "placement" in figures.get(name, {}) else [],
             }
         )
     return {
