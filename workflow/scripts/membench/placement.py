@@ -137,8 +137,9 @@ def add_classes(table: pd.DataFrame, topologies: dict[str, dict]) -> pd.DataFram
     def cached(system, cpus, start, pages, huge, migrated):
         return classify(machines[system], cpus, start, pages, huge, migrated)
 
-    def text(value):
-        return value if isinstance(value, str) else json.dumps(_load(value)) if _load(value) is not None else None
+    def text(value):  # hashable for the cache: JSON text, as the CSV holds it
+        loaded = _load(value)
+        return None if loaded is None else value if isinstance(value, str) else json.dumps(loaded)
 
     columns = [*FACTORS, "page_locality_share"]
     rows = []

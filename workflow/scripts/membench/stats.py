@@ -3,8 +3,6 @@ the repetitions (separate processes) and the list of cells that did not run."""
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
 from membench.placement import placement_summary
@@ -53,12 +51,6 @@ def _pattern_counts(values: pd.Series, label=str, limit: int = 3) -> str:
     text = "; ".join(f"{label(pattern)} x{n}" for pattern, n in counts.head(limit).items())
     rest = int(counts.iloc[limit:].sum())
     return text + (f"; {len(counts) - limit} more x{rest}" if rest else "")
-
-
-def page_nodes_text(text: str) -> str:
-    """'{"0": 0.5, "1": 0.5}' -> "n0 50%, n1 50%"."""
-    nodes = json.loads(text)
-    return ", ".join(f"n{n} {f:.0%}" for n, f in sorted(nodes.items(), key=lambda kv: int(kv[0]))) or "not sampled"
 
 
 def distribution(values: pd.Series, prefix: str) -> dict:
