@@ -191,7 +191,8 @@ def _mode_marks(modes: pd.DataFrame | None, experiments, op: str) -> dict:
 
 
 def _explaining(modes: pd.DataFrame | None, experiments) -> list[str]:
-    """Factors that explain cells of these experiments, most often first."""
+    """Factors that explain cells of these experiments, the most variance
+    explained (summed over cells) first."""
     if modes is None or modes.empty:
         return []
     mine = modes[modes["experiment"].isin(experiments) & (modes["verdict"] == "explained")]
