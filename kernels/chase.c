@@ -6,12 +6,16 @@
  *
  * op random  a single-cycle permutation with one pointer per cache line
  *            (line size from sysfs coherency_line_size, default 64).  The
- *            working set is cut into groups of --page-group 4 KiB pages
- *            (default 16 = 64 KiB); the groups are visited in random order
- *            and inside a group the lines of its pages in random order, so
- *            at any time only `group` pages are in use: the TLB reach needed
- *            is bounded (16 of the 64+ L1 DTLB entries) while the stream and
- *            next-page prefetchers see no pattern.  The cycle is split in two
+ *            working set is cut into groups of --group bytes (default 256
+ *            KiB = 64 pages, multichase's TLB locality; `full` = one group,
+ *            a random cycle over the whole working set); the groups are
+ *            visited in random order and inside a group its lines in random
+ *            order, so at any time only one group's pages are in use: the
+ *            TLB reach needed is bounded while the stream and next-page
+ *            prefetchers see no pattern.  Smaller groups read low: their few
+ *            lines keep hitting DRAM rows that are already open, and how
+ *            often depends on where their physical pages land (64 KiB groups
+ *            read 6-38 % below multichase, issue 12).  The cycle is split in two
  *            passes, even lines then odd lines (of every 128-byte pair), each
  *            with its own random group order: the adjacent-line ("buddy")
  *            prefetcher's pair line is then not used until half a working set
@@ -27,11 +31,17 @@
  * Sweep: working sets from --sweep-from up to and including --size,
  * --points-per-octave log-spaced points per doubling (rounded down to whole
  * lines).  Per working set: a calibration run (also the warm-up) sizes a
- * chunk of dependent loads to take >= --chunk-ms (default 20 ms, far above the
- * timer granularity); --ntimes chunks are timed back to back, the first is
- * dropped (if a kept chunk came out shorter than 0.75 x --chunk-ms, the
- * chunks are lengthened and all of them timed once more);
- * ns_per_load = best kept chunk / loads, ns_median the median.
+ * chunk of dependent loads to take >= --chunk-ms (default 10 ms, far above the
+ * timer granularity); chunks are timed back to back, --ntimes of them and
+ * more until the kept ones (the first is dropped) have walked the whole cycle
+ * once, so every group and page of the working set has been timed (about 2 s
+ * at 1 GiB); if a kept chunk came out shorter than 0.75 x --chunk-ms, the
+ * chunks are lengthened and all of them timed once more.
+ * ns_per_load = best kept chunk / loads, ns_median the median.  The best of
+ * many short chunks is the steadiest estimate on a shared machine: other
+ * processes only ever add time, and over a ~2 s window some chunks run
+ * undisturbed (repetitions at 1 GiB spread -3.5 %/+0.8 % with best of 10 ms
+ * chunks over 2 s, -15 %/+24 % with the median of 100 ms chunks; issue 12).
  * The final pointer is stored to a volatile global, so the chase is live.
  *
  * The chasing thread is pinned (the harness pins it to the first allowed CPU
@@ -54,17 +64,19 @@
 
 /* family options (order = ctx->opt index) */
 enum { OPT_SWEEP_FROM, OPT_PPO, OPT_STRIDE, OPT_GROUP, OPT_SEED, OPT_CHUNK_MS };
+#define CHASE_DEFAULT_GROUP (256 * 1024) /* multichase's 64 pages */
 const mb_famopt_t mb_chase_options[] = {
     {"sweep-from", "BYTES", 4096, 64, 1LL << 50,
-     "smallest working set of the sweep (the largest is --size)"},
-    {"points-per-octave", "N", 2, 1, 64, "log-spaced working sets per doubling"},
-    {"stride", "BYTES", 64, 8, 1LL << 30, "stride of op stride (a multiple of 8)"},
-    {"page-group", "N", 16, 1, 1LL << 20,
-     "op random: 4 KiB pages per group (lines visited in random order inside a "
-     "group, groups in random order)"},
-    {"seed", "N", 20240601, 0, (1LL << 62), "random seed of the permutation (recorded)"},
-    {"chunk-ms", "MS", 20, 1, 10000, "minimum duration of one timed chunk"},
-    {NULL, NULL, 0, 0, 0, NULL},
+     "smallest working set of the sweep (the largest is --size)", NULL},
+    {"points-per-octave", "N", 2, 1, 64, "log-spaced working sets per doubling", NULL},
+    {"stride", "BYTES", 64, 8, 1LL << 30, "stride of op stride (a multiple of 8)", NULL},
+    {"group", "BYTES|full", CHASE_DEFAULT_GROUP, 64, 1LL << 50,
+     "op random: bytes per group, a multiple of the line size (lines visited in "
+     "random order inside a group, groups in random order); full = one random "
+     "cycle over the whole working set", "full"},
+    {"seed", "N", 20240601, 0, (1LL << 62), "random seed of the permutation (recorded)", NULL},
+    {"chunk-ms", "MS", 10, 1, 10000, "minimum duration of one timed chunk", NULL},
+    {NULL, NULL, 0, 0, 0, NULL, NULL},
 };
 
 void *volatile mb_chase_sink;
@@ -136,15 +148,18 @@ static void shuffle(unsigned *a, size_t n, unsigned long long *s)
 
 /* --------------------------------------------------------- the builders */
 
-size_t mb_chase_build_random(char *base, size_t bytes, size_t line, size_t group,
+size_t mb_chase_build_random(char *base, size_t bytes, size_t line, size_t group_bytes,
                              unsigned long long seed, unsigned *order)
 {
     size_t nl = bytes / line;
     if (nl == 0)
         return 0;
-    size_t lpp = CHASE_PAGE / line ? CHASE_PAGE / line : 1; /* lines per page */
-    size_t lpg = lpp * (group ? group : 1);                  /* lines per group */
-    size_t ng = (nl + lpg - 1) / lpg;
+    size_t lpg = group_bytes ? group_bytes / line : nl; /* lines per group */
+    if (lpg == 0)
+        lpg = 1;
+    if (lpg > nl)
+        lpg = nl;
+    size_t ng = (nl + lpg - 1) / lpg; /* the last group may be partial */
     unsigned *gorder = malloc(sizeof(unsigned) * ng);
     if (!gorder)
         return 0;
@@ -246,6 +261,15 @@ void mb_chase_break(char *base, size_t n, size_t line, const unsigned *order)
 
 /* ------------------------------------------------------------ the run */
 
+void mb_chase_group_keys(mb_point_t *pt, size_t group, size_t working_set)
+{
+    /* group_bytes: the bytes one group spans (a smaller last group aside);
+     * group_full: the whole working set is one random cycle (--group full) */
+    size_t g = group && group < working_set ? group : working_set;
+    mb_point_int(pt, "group_bytes", (long long)g);
+    mb_point_bool(pt, "group_full", group == 0);
+}
+
 /* Working sets of the sweep: from, from*2^(1/ppo), ... (< size), size. */
 static int sweep_points(size_t from, size_t size, int ppo, size_t line, size_t *out, int max)
 {
@@ -304,13 +328,25 @@ size_t mb_chase_calibrate(void **start, double chunk_ns)
     }
 }
 
-size_t mb_chase_measure(void **start, double chunk_ns, int ntimes, double *secs)
+/* Chunks to time: ntimes, or one more than it takes to walk the cycle once. */
+static int chunks_for(size_t loads, int ntimes, size_t cycle)
+{
+    size_t walk = 1 + (cycle + loads - 1) / loads;
+    size_t n = walk > (size_t)ntimes ? walk : (size_t)ntimes;
+    size_t cap = (size_t)MB_CHASE_CHUNK_CAP(ntimes);
+    return (int)(n < cap ? n : cap);
+}
+
+size_t mb_chase_measure(void **start, double chunk_ns, int ntimes, size_t cycle,
+                        double *secs, int *nchunks)
 {
     size_t loads = mb_chase_calibrate(start, chunk_ns);
     for (int attempt = 0;; attempt++) {
-        mb_chase_time(start, loads, ntimes, secs);
+        int n = chunks_for(loads, ntimes, cycle);
+        *nchunks = n;
+        mb_chase_time(start, loads, n, secs);
         double tmin = 1e300;
-        for (int k = 1; k < ntimes; k++)
+        for (int k = 1; k < n; k++)
             tmin = secs[k] < tmin ? secs[k] : tmin;
         if (tmin * 1e9 >= 0.75 * chunk_ns || attempt == 1)
             return loads;
@@ -327,7 +363,7 @@ int mb_chase_run(mb_run_ctx_t *ctx)
     size_t from = (size_t)opt[OPT_SWEEP_FROM];
     size_t stride = (size_t)opt[OPT_STRIDE];
     int ppo = (int)opt[OPT_PPO];
-    size_t group = (size_t)opt[OPT_GROUP];
+    size_t group = (size_t)opt[OPT_GROUP]; /* bytes; 0 = full */
     unsigned long long seed = (unsigned long long)opt[OPT_SEED];
     double chunk_ns = (double)opt[OPT_CHUNK_MS] * 1e6;
 
@@ -341,6 +377,11 @@ int mb_chase_run(mb_run_ctx_t *ctx)
     if (from > size) {
         fprintf(stderr, "membench chase: invalid value '%zu' for --sweep-from; allowed: at "
                         "most --size (%zu)\n", from, ctx->size_bytes);
+        exit(2);
+    }
+    if (group % line != 0) {
+        fprintf(stderr, "membench chase: invalid value '%zu' for --group; allowed: a "
+                        "multiple of the line size (%zu bytes), or full\n", group, line);
         exit(2);
     }
     if (stride % sizeof(void *) != 0) {
@@ -370,8 +411,8 @@ int mb_chase_run(mb_run_ctx_t *ctx)
     char *base = map.addr;
     memset(base, 0, size);
     unsigned *order = malloc(sizeof(unsigned) * (size / line));
-    double *secs = malloc(sizeof(double) * (size_t)ctx->ntimes);
-    double *sorted = malloc(sizeof(double) * (size_t)ctx->ntimes);
+    double *secs = malloc(sizeof(double) * (size_t)MB_CHASE_CHUNK_CAP(ctx->ntimes));
+    double *sorted = malloc(sizeof(double) * (size_t)MB_CHASE_CHUNK_CAP(ctx->ntimes));
     if (!order || !secs || !sorted) {
         free(order), free(secs), free(sorted);
         mb_unmap(&map);
@@ -415,21 +456,23 @@ int mb_chase_run(mb_run_ctx_t *ctx)
             double build_s = (double)(mb_clock_ns(CLOCK_MONOTONIC) - tb) * 1e-9;
             long long tt = mb_clock_ns(CLOCK_MONOTONIC);
             size_t loads = 0;
+            int nchunks = 0;
             if (ok) {
                 void *p = base + (random ? (size_t)order[0] * line : 0);
-                loads = mb_chase_measure(&p, chunk_ns, ctx->ntimes, secs);
+                loads = mb_chase_measure(&p, chunk_ns, ctx->ntimes, n, secs, &nchunks);
                 pt.secs = secs + 1;
-                pt.nsecs = ctx->ntimes - 1;
+                pt.nsecs = nchunks - 1;
                 double best, med, worst;
                 mb_chunk_stats(secs + 1, pt.nsecs, sorted, &best, &med, &worst);
                 mb_point_dbl(&pt, "ns_per_load", best / (double)loads * 1e9);
                 mb_point_dbl(&pt, "ns_median", med / (double)loads * 1e9);
                 mb_point_dbl(&pt, "ns_max", worst / (double)loads * 1e9);
                 mb_point_int(&pt, "loads", (long long)loads);
+                mb_point_dbl(&pt, "cycle_walks", (double)loads * pt.nsecs / (double)n);
                 fprintf(stderr, "chase %-6s %12zu bytes: %8.2f ns/load (median %.2f), "
-                                "%zu loads/chunk; build+verify %.3f s, timing %.3f s\n",
+                                "%d chunks of %zu loads; build+verify %.3f s, timing %.3f s\n",
                         k->op, ws[w], best / (double)loads * 1e9,
-                        med / (double)loads * 1e9, loads, build_s,
+                        med / (double)loads * 1e9, pt.nsecs, loads, build_s,
                         (double)(mb_clock_ns(CLOCK_MONOTONIC) - tt) * 1e-9);
             } else {
                 pt.status = MB_FAILED;
@@ -437,6 +480,7 @@ int mb_chase_run(mb_run_ctx_t *ctx)
                 mb_point_null(&pt, "ns_median");
                 mb_point_null(&pt, "ns_max");
                 mb_point_null(&pt, "loads");
+                mb_point_null(&pt, "cycle_walks");
                 fprintf(stderr, "chase %-6s %12zu bytes: %s\n", k->op, ws[w], pt.reason);
             }
             mb_point_int(&pt, "working_set_bytes", (long long)ws[w]);
@@ -444,12 +488,11 @@ int mb_chase_run(mb_run_ctx_t *ctx)
             mb_point_int(&pt, "line_bytes", (long long)line);
             if (random) {
                 mb_point_null(&pt, "stride_bytes");
-                mb_point_int(&pt, "page_group", (long long)group);
-                mb_point_int(&pt, "page_group_bytes", (long long)(group * CHASE_PAGE));
+                mb_chase_group_keys(&pt, group, n * line);
             } else {
                 mb_point_int(&pt, "stride_bytes", (long long)unit);
-                mb_point_null(&pt, "page_group");
-                mb_point_null(&pt, "page_group_bytes");
+                mb_point_null(&pt, "group_bytes");
+                mb_point_null(&pt, "group_full");
             }
             mb_point_int(&pt, "seed", (long long)seed);
             mb_point_dbl(&pt, "chunk_ms", chunk_ns / 1e6);

@@ -328,8 +328,11 @@ static void parse_args(int argc, char **argv, options_t *o)
                 const mb_famopt_t *fo = &g_family->options[c - O_FAMOPT];
                 char opt[96], allowed[160];
                 snprintf(opt, sizeof opt, "--%s", fo->name);
-                snprintf(allowed, sizeof allowed, "an integer %lld..%lld", fo->min, fo->max);
-                if (parse_ll(optarg, &v) != 0 || v < fo->min || v > fo->max)
+                snprintf(allowed, sizeof allowed, "an integer %lld..%lld%s%s", fo->min, fo->max,
+                         fo->word ? " or " : "", fo->word ? fo->word : "");
+                if (fo->word && strcmp(optarg, fo->word) == 0)
+                    v = 0; /* the option's word reads as 0 (e.g. --group full) */
+                else if (parse_ll(optarg, &v) != 0 || v < fo->min || v > fo->max)
                     die_usage(opt, optarg, allowed);
                 o->famopt[c - O_FAMOPT] = v;
                 break;

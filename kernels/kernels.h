@@ -178,13 +178,16 @@ typedef struct mb_family {
 } mb_family_t;
 
 /* A family option: --NAME INTEGER, range-checked by the harness; its value
- * reaches run() as ctx->opt[i] (i = index in the family's options). */
+ * reaches run() as ctx->opt[i] (i = index in the family's options).  An
+ * option with a `word` also takes that word instead of a number; it reaches
+ * run() as 0 (e.g. --group full). */
 #define MB_MAX_FAMOPTS 12
 typedef struct mb_famopt {
     const char *name;
     const char *metavar;
     long long def, min, max;
     const char *help;
+    const char *word;
 } mb_famopt_t;
 
 /* An extra key of a record (after the usual keys). */
@@ -250,6 +253,11 @@ static inline void mb_point_dbl(mb_point_t *p, const char *k, double v)
 {
     if (p->nextra < MB_MAX_EXTRAS)
         p->extra[p->nextra++] = (mb_kv_t){.key = k, .type = MB_KV_DBL, .d = v};
+}
+static inline void mb_point_bool(mb_point_t *p, const char *k, int v)
+{
+    if (p->nextra < MB_MAX_EXTRAS)
+        p->extra[p->nextra++] = (mb_kv_t){.key = k, .type = MB_KV_BOOL, .i = v};
 }
 static inline void mb_point_null(mb_point_t *p, const char *k)
 {
@@ -338,11 +346,12 @@ MB_WEAK extern const mb_famopt_t mb_chase_options[];
  * its start) to the next line of the cycle. */
 MB_WEAK void *mb_kern_chase_chase(void *p, size_t loads);
 MB_WEAK size_t mb_chase_line_bytes(void);
-/* Random single cycle over the nl = bytes / line lines at base: pages
- * (4 KiB) in random order within groups of `group` pages, the groups in
- * random order; even lines first, then odd lines (see chase.c).  order[nl]
- * receives the visiting order (line indices).  Returns nl. */
-MB_WEAK size_t mb_chase_build_random(char *base, size_t bytes, size_t line, size_t group,
+/* Random single cycle over the nl = bytes / line lines at base: lines in
+ * random order within groups of group_bytes (whole lines, at least one; 0 =
+ * one group: the whole working set), the groups in random order; even lines
+ * first, then odd lines (see chase.c).  order[nl] receives the visiting
+ * order (line indices).  Returns nl. */
+MB_WEAK size_t mb_chase_build_random(char *base, size_t bytes, size_t line, size_t group_bytes,
                                      unsigned long long seed, unsigned *order);
 /* Fixed stride: element i at base + i*stride points to element i+1 (the
  * last to the first).  Returns the number of elements. */
@@ -362,9 +371,19 @@ MB_WEAK size_t mb_chase_calibrate(void **start, double chunk_ns);
 /* ntimes chunks of `loads` dependent loads from *start; secs[k] = seconds
  * of chunk k; the end pointer goes to *start and a volatile sink. */
 MB_WEAK void mb_chase_time(void **start, size_t loads, int ntimes, double *secs);
-/* calibrate + time; if a kept chunk is shorter than 0.75 x chunk_ns the
- * chunks are lengthened and timed once more.  Returns loads. */
-MB_WEAK size_t mb_chase_measure(void **start, double chunk_ns, int ntimes, double *secs);
+/* calibrate + time chunks: at least ntimes, and enough that the kept ones
+ * (all but the first) walk the whole cycle of `cycle` loads at least once,
+ * at most MB_CHASE_CHUNK_CAP(ntimes); if a kept chunk is shorter than 0.75 x
+ * chunk_ns the chunks are lengthened and timed once more.  secs (room for
+ * MB_CHASE_CHUNK_CAP(ntimes)) receives *nchunks chunk times.  Returns loads
+ * per chunk. */
+#define MB_CHASE_MAX_CHUNKS 1000
+#define MB_CHASE_CHUNK_CAP(ntimes) ((ntimes) > MB_CHASE_MAX_CHUNKS ? (ntimes) : MB_CHASE_MAX_CHUNKS)
+MB_WEAK size_t mb_chase_measure(void **start, double chunk_ns, int ntimes, size_t cycle,
+                                double *secs, int *nchunks);
+/* The group keys of a random-chase record: group_bytes (bytes per group;
+ * the working set when group is 0 = full or larger) and group_full. */
+MB_WEAK void mb_chase_group_keys(mb_point_t *pt, size_t group, size_t working_set);
 
 /* ---- family "loaded" (loaded.c): chase under bandwidth load ---- */
 MB_WEAK void mb_loaded_triad(mb_arrays_t *A);

@@ -12,7 +12,8 @@
  *
  * Sequence: the load threads start; when all of them run, the chaser
  * calibrates its chunk (>= --chunk-ms under load, also the warm-up) and
- * times --ntimes chunks (the first dropped); the load threads count the
+ * times --ntimes chunks or more, until the kept ones (the first is dropped)
+ * have walked the whole cycle once (as chase.c); the load threads count the
  * bytes they move between the start and the end of the chaser's
  * calibration and timed chunks, and stop after it (at the end of the block
  * they are in).  One record per op: ns_per_load (chaser: best
@@ -43,12 +44,14 @@ enum { OPT_DELAY, OPT_EVERY, OPT_GROUP, OPT_SEED, OPT_CHUNK_MS };
 const mb_famopt_t mb_loaded_options[] = {
     {"delay", "D", 0, 0, 1000000000LL,
      "injection delay: pause iterations the load threads spin after every block "
-     "(0 = flat out)"},
-    {"delay-every", "LINES", 8, 1, 1 << 20, "cache lines per array per block"},
-    {"page-group", "N", 16, 1, 1LL << 20, "4 KiB pages per group of the random chase"},
-    {"seed", "N", 20240601, 0, (1LL << 62), "random seed of the chase permutation"},
-    {"chunk-ms", "MS", 20, 1, 10000, "minimum duration of one timed chase chunk"},
-    {NULL, NULL, 0, 0, 0, NULL},
+     "(0 = flat out)", NULL},
+    {"delay-every", "LINES", 8, 1, 1 << 20, "cache lines per array per block", NULL},
+    {"group", "BYTES|full", 256 * 1024, 64, 1LL << 50,
+     "bytes per group of the random chase, a multiple of the line size (as "
+     "chase); full = one random cycle over the whole working set", "full"},
+    {"seed", "N", 20240601, 0, (1LL << 62), "random seed of the chase permutation", NULL},
+    {"chunk-ms", "MS", 10, 1, 10000, "minimum duration of one timed chase chunk", NULL},
+    {NULL, NULL, 0, 0, 0, NULL, NULL},
 };
 
 /* ---------------------------------------------------- the load kernels */
@@ -161,6 +164,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
         }
 
     size_t loads = 0;
+    int nchunks = 0;
     double t_min = 0, t_med = 0, t_max = 0;
     if (ok && st == MB_OK) {
         int phase = PH_START; /* written by the chaser, read by the loaders */
@@ -179,8 +183,8 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
                 void *p = base + (size_t)order[0] * line;
                 chase_t0 = mb_clock_seconds(CLOCK_MONOTONIC);
                 __atomic_store_n(&phase, PH_TIMED, __ATOMIC_RELEASE);
-                loads = mb_chase_measure(&p, (double)opt[OPT_CHUNK_MS] * 1e6, ctx->ntimes,
-                                         secs);
+                loads = mb_chase_measure(&p, (double)opt[OPT_CHUNK_MS] * 1e6, ctx->ntimes, nl,
+                                         secs, &nchunks);
                 __atomic_store_n(&phase, PH_STOP, __ATOMIC_RELEASE);
                 chase_t1 = mb_clock_seconds(CLOCK_MONOTONIC);
             } else if (t <= nload) {
@@ -284,7 +288,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
         }
         ok = ok && lok;
 
-        int nkeep = ctx->ntimes - 1;
+        int nkeep = nchunks - 1;
         mb_chunk_stats(secs + 1, nkeep, sorted, &t_min, &t_med, &t_max);
         double gbps = 0;
         long long minpasses = -1;
@@ -306,6 +310,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
         mb_point_dbl(&pt, "ns_median", ok ? t_med / (double)loads * 1e9 : NAN);
         mb_point_dbl(&pt, "ns_max", ok ? t_max / (double)loads * 1e9 : NAN);
         mb_point_int(&pt, "loads", (long long)loads);
+        mb_point_dbl(&pt, "cycle_walks", (double)loads * nkeep / (double)nl);
         mb_point_int(&pt, "loader_passes_min", minpasses);
         mb_point_dbl(&pt, "window_seconds", window);
         fprintf(stderr, "loaded %-5s delay %lld: chase %.2f ns/load (median %.2f) while %d "
@@ -321,6 +326,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
         mb_point_null(&pt, "ns_median");
         mb_point_null(&pt, "ns_max");
         mb_point_null(&pt, "loads");
+        mb_point_null(&pt, "cycle_walks");
         mb_point_null(&pt, "loader_passes_min");
         mb_point_null(&pt, "window_seconds");
         fprintf(stderr, "loaded %-5s: %s\n", k->op, pt.reason);
@@ -328,7 +334,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
     mb_point_int(&pt, "working_set_bytes", (long long)(nl * line));
     mb_point_int(&pt, "cycle_length", (long long)nl);
     mb_point_int(&pt, "line_bytes", (long long)line);
-    mb_point_int(&pt, "page_group", opt[OPT_GROUP]);
+    mb_chase_group_keys(&pt, (size_t)opt[OPT_GROUP], nl * line);
     mb_point_int(&pt, "seed", opt[OPT_SEED]);
     mb_point_dbl(&pt, "chunk_ms", (double)opt[OPT_CHUNK_MS]);
     mb_point_int(&pt, "delay", delay);
@@ -361,6 +367,12 @@ int mb_loaded_run(mb_run_ctx_t *ctx)
         snprintf(ctx->reason, sizeof ctx->reason, "--size %zu has more than 2^32 lines", size);
         return MB_FAILED;
     }
+    if ((size_t)ctx->opt[OPT_GROUP] % line != 0) {
+        fprintf(stderr, "membench loaded: invalid value '%lld' for --group; allowed: a "
+                        "multiple of the line size (%zu bytes), or full\n", ctx->opt[OPT_GROUP],
+                line);
+        exit(2);
+    }
     int maxarr = 1;
     for (int i = 0; i < ctx->nops; i++)
         if (ctx->op_ok[i] && ctx->ops[i]->reads + ctx->ops[i]->writes > maxarr)
@@ -381,8 +393,8 @@ int mb_loaded_run(mb_run_ctx_t *ctx)
     memset(map.addr, 0, size);
     size_t nl = size / line;
     unsigned *order = malloc(sizeof(unsigned) * nl);
-    double *secs = malloc(sizeof(double) * (size_t)ctx->ntimes);
-    double *sorted = malloc(sizeof(double) * (size_t)ctx->ntimes);
+    double *secs = malloc(sizeof(double) * (size_t)MB_CHASE_CHUNK_CAP(ctx->ntimes));
+    double *sorted = malloc(sizeof(double) * (size_t)MB_CHASE_CHUNK_CAP(ctx->ntimes));
     if (!order || !secs || !sorted) {
         free(order), free(secs), free(sorted);
         mb_unmap(&map);
