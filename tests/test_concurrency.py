@@ -12,13 +12,17 @@ def cell(**values):
     base = dict(
         system="a", experiment="e", cell="c", kernel="stream", variant="default", op="triad", threads=2,
         policy_requested="default", pages="4k", affinity="close", n_ok=3, gbps_mean=20.0, gbps_wa_mean=math.nan,
-        ns_mean=math.nan, working_set_bytes=math.nan,
+        ns_mean=math.nan, ns_median=math.nan, ns_min=math.nan, ns_max=math.nan, working_set_bytes=math.nan,
+        chase_group_requested=None,
     )  # fmt: skip
     return {**base, **values}
 
 
 def chase(ns, ws, **values):
-    fields = dict(kernel="chase", op="random", cell=f"lat-{ns}", gbps_mean=math.nan, ns_mean=ns, working_set_bytes=ws)
+    fields = dict(
+        kernel="chase", op="random", cell=f"lat-{ns}", gbps_mean=math.nan, ns_mean=ns + 1, ns_median=ns,
+        ns_min=0.98 * ns, ns_max=1.03 * ns, working_set_bytes=ws, chase_group_requested=262144,
+    )  # fmt: skip
     return cell(**{**fields, **values})
 
 
@@ -80,10 +84,10 @@ def test_placement_class(policy, placement):
 
 def test_loaded_latency_gives_a_second_column():
     loaded = [
-        cell(kernel="loaded", op="triad", cell="load-d0", load_delay_requested=0, ns_mean=180.0, size_bytes=2**29),
-        cell(kernel="loaded", op="triad", cell="load-d100", load_delay_requested=100, ns_mean=120.0, size_bytes=2**29,
+        cell(kernel="loaded", op="triad", cell="load-d0", load_delay_requested=0, ns_median=180.0, ns_min=180.0, ns_max=180.0, size_bytes=2**29, chase_group_requested=262144),
+        cell(kernel="loaded", op="triad", cell="load-d100", load_delay_requested=100, ns_median=120.0, ns_min=120.0, ns_max=120.0, size_bytes=2**29, chase_group_requested=262144,
              gbps_mean=5.0),  # fmt: skip
-        cell(kernel="loaded", op="read", cell="load-read", load_delay_requested=0, ns_mean=150.0, size_bytes=2**29,
+        cell(kernel="loaded", op="read", cell="load-read", load_delay_requested=0, ns_median=150.0, ns_min=150.0, ns_max=150.0, size_bytes=2**29, chase_group_requested=262144,
              gbps_mean=12.0),  # same delay, lighter load: not the heaviest  # fmt: skip
     ]
     cells = pd.concat([CELLS.assign(load_delay_requested=0, size_bytes=0), pd.DataFrame(loaded)], ignore_index=True)
@@ -94,6 +98,28 @@ def test_loaded_latency_gives_a_second_column():
     assert "load-d0" in row["loaded_latency_source"]
     assert not any(name.startswith("load-") for name in table.index)  # loaded cells are not bandwidth rows
     assert "no loaded latency" in table.loc["other-system", "loaded_latency_source"]
+
+
+def test_latency_names_its_group_and_spread(table):
+    source = table.loc["c", "latency_source"]
+    assert source.startswith("idle chase, 4k pages, 256 KiB groups, local, 1 GiB"), source
+    assert "median of 3 runs; 98.0–103.0 ns (-2.0 %/+3.0 %)" in source, source
+
+
+def test_default_group_is_preferred_over_other_groups():
+    """A full random cycle (TLB misses included) or small groups are other
+    numbers; the reference tools' 256 KiB groups feed Little's law when
+    measured, and a config without them still gets its own group named."""
+    others = [
+        chase(300.0, 2**30, chase_group_requested="full", cell="lat-full"),
+        chase(70.0, 2**30, chase_group_requested="65536", cell="lat-64k"),
+    ]
+    cells = pd.concat([CELLS, pd.DataFrame(others)], ignore_index=True)
+    row = concurrency.effective_concurrency(cells, {"a": 64, "b": 64}).set_index("cell").loc["c"]
+    assert row["latency_ns"] == 100.0 and row["latency_cell"] == "lat-100.0"
+    only_full = cells[~cells["cell"].isin(["lat-100.0", "lat-64k"])]
+    row = concurrency.effective_concurrency(only_full, {"a": 64, "b": 64}).set_index("cell").loc["c"]
+    assert row["latency_ns"] == 300.0 and "one random cycle (full)" in row["latency_source"]
 
 
 def test_write_allocate_traffic_is_in_flight_too():

@@ -176,7 +176,54 @@ def test_loaded_cells_carry_their_load_axes(schema_path, table):
     assert [(c.size, c.sweep_from, c.points_per_octave) for c in chase] == [(2**30, 16 * 1024, 4)]
     loaded = [c for c in cells if c.kernel == "loaded"]
     assert len(loaded) == 4 and len({c.id for c in loaded}) == 4
-    assert any(c.id.endswith("_read_d100") for c in loaded)
+    assert any(c.id.endswith("_read_d100_g256KiB") for c in loaded)
+
+
+def test_chase_group_is_an_axis(schema_path, table):
+    """Bytes, sizes, page counts and full; the default is multichase's 256 KiB;
+    the group is part of the cell id and can be excluded."""
+    config = {
+        "experiments": {
+            "lat": {"kernel": "chase", "chase_group": [262144, "64KiB", "16 pages", "1page", "full"],
+                    "exclude": [{"chase_group": "64 pages"}]},
+            "plain": {"kernel": "chase"},
+            "load": {"kernel": "loaded", "threads": [2], "chase_group": ["full"]},
+        }
+    }  # fmt: skip
+    _, cells = load(config, schema_path, table)
+    lat = [c for c in cells if c.experiment == "lat"]
+    assert [c.chase_group for c in lat] == [65536, 4096, "full"]  # 16 pages = 64 KiB, listed once
+    assert [c.id.rsplit("_", 1)[1] for c in lat] == ["g64KiB", "g4KiB", "gfull"]
+    assert [c.chase_group for c in cells if c.experiment == "plain"] == [matrix.DEFAULT_CHASE_GROUP]
+    assert [c.chase_group for c in cells if c.experiment == "load"] == ["full"]
+
+
+@pytest.mark.parametrize(
+    ("group", "why"),
+    [
+        (1000, "1000 is not allowed; allowed: full, or whole 4 KiB pages"),
+        ("6000B", "'6000B' is not allowed; it is 6000 bytes; allowed: full"),
+        ("2KiB", "'2KiB' is not allowed; it is 2048 bytes"),
+        ("0 pages", "'0 pages' is not allowed; it is 0 bytes"),
+        ("all", "'all' is not allowed; allowed: full, or whole 4 KiB pages"),
+        (True, "True is not allowed"),
+    ],
+)
+def test_bad_chase_groups_are_reported_with_what_is_allowed(schema_path, table, group, why):
+    config = {"experiments": {"lat": {"kernel": "chase", "chase_group": ["full", group]}, "x": {"kernel": "nope"}}}
+    with pytest.raises(matrix.ConfigError) as error:
+        load(config, schema_path, table)
+    message = str(error.value)
+    assert f"experiments.lat.chase_group[1]: {why}" in message, message
+    assert "experiments.x.kernel" in message  # reported together with the other problems
+
+
+def test_group_and_size_text():
+    assert [matrix.group_text(g) for g in (262144, "262144", 262144.0, "full", 12288, 1536 * 1024)] == [
+        "256 KiB", "256 KiB", "256 KiB", "full", "12 KiB", "1.5 MiB"
+    ]  # fmt: skip
+    assert matrix.parse_group("64 pages") == matrix.parse_group("256KiB") == 262144
+    assert matrix.size_text(2**30) == "1 GiB" and matrix.size_text(741455872) == "707.1 MiB"
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).parents[1] / "config").glob("*.yaml")))

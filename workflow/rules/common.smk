@@ -90,6 +90,7 @@ def measure_request(wildcards):
         "load_delay": cell.load_delay,
         "sweep_from": cell.sweep_from,
         "points_per_octave": cell.points_per_octave,
+        "chase_group": cell.chase_group,
         "repeat": int(wildcards.repeat),
     }
 

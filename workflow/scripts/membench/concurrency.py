@@ -3,7 +3,9 @@ a bandwidth cell kept in flight = bandwidth x latency.
 
 Pure functions over the per-cell summary. The latency is the idle latency
 of the same system under the matching memory placement (the random chase at
-its largest working set); a bandwidth cell without a matching latency says
+its largest working set, with the reference tools' 256 KiB groups when those
+were measured): the median over its repetitions, named with its group size
+and shown with its spread. A bandwidth cell without a matching latency says
 so instead of showing a number.
 """
 
@@ -12,6 +14,8 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+
+from membench.matrix import DEFAULT_CHASE_GROUP, group_text, size_text
 
 LATENCY_KERNEL, LATENCY_OP = "chase", "random"
 
@@ -28,7 +32,7 @@ def placement_class(policy: str) -> str:
 
 
 PAGE_BYTES = {"4k": 4096, "thp": 2**21, "hugetlb-2m": 2**21, "hugetlb-1g": 2**30}
-LATENCY_COLUMNS = ["system", "placement", "pages", "ns", "working_set_bytes", "source"]
+LATENCY_COLUMNS = ["system", "placement", "pages", "group", "ns", "ns_min", "ns_max", "runs", "working_set_bytes", "source"]
 
 
 def _one_per_placement(cells: pd.DataFrame, choose: str, by: str, size: str) -> pd.DataFrame:
@@ -43,17 +47,68 @@ def _one_per_placement(cells: pd.DataFrame, choose: str, by: str, size: str) -> 
             "system": chosen["system"],
             "placement": chosen["placement"],
             "pages": chosen["pages"],
-            "ns": chosen["ns_mean"],
+            "group": chosen["group"],
+            "ns": chosen["ns_median"],
+            "ns_min": chosen["ns_min"],
+            "ns_max": chosen["ns_max"],
+            "runs": chosen["n_ok"],
             "working_set_bytes": chosen[size],
             "source": chosen["cell"],
         }
     ).reset_index(drop=True)
 
 
+def _with_group(cells: pd.DataFrame) -> pd.DataFrame:
+    """The chase group of each latency cell as text ("256 KiB", "full");
+    runs recorded before the group was an axis had multichase-unlike 64 KiB
+    groups and say that it is unknown."""
+    if "chase_group_requested" not in cells:
+        return cells.assign(group="group not recorded")
+    return cells.assign(group=cells["chase_group_requested"].map(lambda g: "group not recorded" if pd.isna(g) else group_text(g)))
+
+
+def _keys(cells: pd.DataFrame) -> list[pd.Series]:
+    return [cells["system"], cells["policy_requested"].map(placement_class), cells["pages"]]
+
+
+def _prefer_default_group(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per (system, placement, pages) only the default-group cells when
+    there are any: the latency the reference tools would report."""
+    default = group_text(DEFAULT_CHASE_GROUP)
+    has_default = (cells["group"] == default).groupby(_keys(cells)).transform("any")
+    return cells[(cells["group"] == default) | ~has_default]
+
+
+def latency_spread(latency: pd.Series) -> str:
+    """"median of 10 runs; 108.0–113.2 ns (−1.9 %/+2.8 %)"."""
+    ns, low, high = latency["ns"], latency["ns_min"], latency["ns_max"]
+    runs = int(latency["runs"])
+    if runs < 2:
+        return f"{runs} run, no spread"
+    return f"median of {runs} runs; {low:.1f}–{high:.1f} ns ({100 * (low / ns - 1):+.1f} %/{100 * (high / ns - 1):+.1f} %)"
+
+
+def locality_text(group: str) -> str:
+    """"256 KiB groups", "one random cycle (full)", "group not recorded"."""
+    if group == "full":
+        return "one random cycle (full)"
+    return group if group.endswith("recorded") else f"{group} groups"
+
+
+def idle_source(latency: pd.Series) -> str:
+    """What an idle latency is: "idle chase, 4k pages, 256 KiB groups,
+    local, 1 GiB"."""
+    where = f"{latency['placement']}, {size_text(latency['working_set_bytes'])}"
+    return f"idle chase, {latency['pages']} pages, {locality_text(latency['group'])}, {where}"
+
+
 def idle_latencies(cells: pd.DataFrame) -> pd.DataFrame:
     """Per (system, placement, pages): the random chase at the largest
     working set measured, with where it came from."""
     chase = cells[(cells["kernel"] == LATENCY_KERNEL) & (cells["op"] == LATENCY_OP) & (cells["n_ok"] > 0)]
+    if not chase.empty:
+        largest = chase.groupby(_keys(chase))["working_set_bytes"].transform("max")
+        chase = _prefer_default_group(_with_group(chase[chase["working_set_bytes"] == largest]))
     return _one_per_placement(chase, "idxmax", "working_set_bytes", "working_set_bytes")
 
 
@@ -61,6 +116,7 @@ def loaded_latencies(cells: pd.DataFrame) -> pd.DataFrame:
     """Per (system, placement, pages): the chasing thread's latency under
     the heaviest load measured (the most GB/s the load threads moved)."""
     loaded = cells[(cells["kernel"] == "loaded") & (cells["n_ok"] > 0)]
+    loaded = _prefer_default_group(_with_group(loaded)) if not loaded.empty else loaded
     return _one_per_placement(loaded, "idxmax", "gbps_mean", "size_bytes")
 
 
@@ -119,10 +175,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd
                 bytes_in_flight=in_flight,
                 lines_in_flight=lines,
                 lines_per_thread=lines / row.threads,
-                latency_source=(
-                    f"idle chase, {latency['pages']} pages, {placement}, "
-                    f"{latency['working_set_bytes'] / 2**20:.0f} MiB"
-                ),
+                latency_source=f"{idle_source(latency)} ({latency_spread(latency)})",
                 latency_cell=latency["source"],
             )
         under_load = _match(loaded, row.system, placement, row.pages)
@@ -132,7 +185,10 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd
             out.update(
                 loaded_latency_ns=under_load["ns"],
                 lines_in_flight_loaded=traffic * under_load["ns"] / line_bytes[row.system],
-                loaded_latency_source=f"loaded chase, heaviest load, {under_load['pages']} pages ({under_load['source']})",
+                loaded_latency_source=(
+                    f"loaded chase, heaviest load, {under_load['pages']} pages, {locality_text(under_load['group'])} "
+                    f"({under_load['source']}; {latency_spread(under_load)})"
+                ),
             )
         rows.append(out)
     return pd.DataFrame(rows)

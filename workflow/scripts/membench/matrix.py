@@ -31,8 +31,14 @@ AXES = (
     "prefetch_distance",
     "load_op",
     "load_delay",
+    "chase_group",
 )
 AFFINITY_ALIASES = {"compact": "close", "scatter": "spread"}
+# The chase's locality: bytes per group of lines visited in random order
+# (groups in random order), or "full" (one random cycle). 256 KiB = 64 pages
+# is multichase's default, so membench's idle latency compares with it.
+DEFAULT_CHASE_GROUP = 256 * 2**10
+GROUP_PAGE = 4096
 SIZE_UNITS = {
     "B": 1,
     "KB": 10**3,
@@ -75,6 +81,7 @@ class Cell:
     load_delay: int = 0
     sweep_from: int = 4096
     points_per_octave: int = 2
+    chase_group: int | str = DEFAULT_CHASE_GROUP
 
     @property
     def id(self) -> str:
@@ -94,6 +101,8 @@ class Cell:
             axes += f"_pf{self.prefetch_distance}"
         if self.kernel == "loaded":
             axes += f"_{self.load_op}_d{self.load_delay}"
+        if self.kernel in ("chase", "loaded"):
+            axes += "_g" + group_text(self.chase_group).replace(" ", "")
         return f"{self.experiment}/{self.kernel}-{self.variant}/{axes}"
 
     def as_dict(self) -> dict:
@@ -117,6 +126,32 @@ def parse_size(value: int | str) -> int | str:
     if not match or match.group(2) not in SIZE_UNITS:
         raise ValueError(f"not a size: {value!r}")
     return int(float(match.group(1)) * SIZE_UNITS[match.group(2)])
+
+
+def parse_group(value: int | str) -> int | str:
+    """Bytes per chase group from an int, a size ("256KiB") or "N pages"
+    (4 KiB each); "full" stays "full"."""
+    if isinstance(value, int) or value == "full":
+        return value
+    match = re.fullmatch(r"([0-9]+)\s*pages?", value)
+    return int(match.group(1)) * GROUP_PAGE if match else parse_size(value)
+
+
+def size_text(size: float) -> str:
+    """Bytes in the largest binary unit they reach: "256 KiB", "1 GiB",
+    "1.5 MiB"."""
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            value = size / scale
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{size:.0f} B"
+
+
+def group_text(group: int | str) -> str:
+    """"256 KiB", "full": how a chase group is named in ids, labels and
+    tables (a value read back from a table may be the digits as text)."""
+    text = str(group)
+    return size_text(float(text)) if text.replace(".", "", 1).isdigit() else text
 
 
 def canonical_affinity(value: str) -> str:
@@ -270,6 +305,10 @@ def _experiment_problems(where: str, experiment: dict, schema: dict, variants_ta
         problems += _backwards_ranges(f"{where}.affinity[{i}]", affinity)
     if kernel == "chase":
         problems += _sweep_problems(where, experiment)
+    for i, group in enumerate(_list_of(experiment.get("chase_group"))):
+        problem = _group_problem(group)
+        if problem:
+            problems.append(f"{where}.chase_group[{i}]: {group!r} is not allowed; {problem}")
     is_family = isinstance(kernel, str) and kernel in families(variants_table)
     known = variant_names(variants_table, kernel) if is_family else None
     for i, variant in enumerate(_list_of(experiment.get("variants"))):
@@ -332,6 +371,26 @@ def _exclude_problems(where: str, key, value, schema: dict, known_variants: list
     return [f"{where}.{key}: {value!r} is not allowed; allowed: one value of the {key} axis: {allowed}"]
 
 
+GROUP_ALLOWED = (
+    "allowed: full, or whole 4 KiB pages per group: bytes (262144), a size (256KiB) or a page count (64 pages)"
+)
+
+
+def _group_problem(group) -> str | None:
+    """Why a chase group given as text cannot run (None if it can);
+    integers and values of the wrong type or shape are the schema's to
+    report."""
+    if not isinstance(group, str):
+        return None
+    try:
+        size = parse_group(group)
+    except (TypeError, ValueError):
+        return None
+    if size == "full" or (size >= GROUP_PAGE and size % GROUP_PAGE == 0):
+        return None
+    return f"it is {size} bytes; {GROUP_ALLOWED}"
+
+
 def _list_of(value) -> list:
     return value if isinstance(value, list) else []
 
@@ -380,6 +439,8 @@ def _excluded(values: dict, exclude: list[dict]) -> bool:
             wanted = canonical_affinity(wanted)
         if axis == "size":
             wanted = parse_size(wanted)
+        if axis == "chase_group":
+            wanted = parse_group(wanted)
         return values[axis] == wanted
 
     return any(all(same(k, v) for k, v in entry.items()) for entry in exclude)
@@ -412,6 +473,7 @@ def _experiment_cells(name: str, experiment: dict, variants_table: dict) -> list
         "prefetch_distance": experiment["prefetch_distance"],
         "load_op": experiment["load_op"],
         "load_delay": experiment["load_delay"],
+        "chase_group": [parse_group(g) for g in experiment["chase_group"]],
     }
     cells = []
     for combo in itertools.product(*axes.values()):

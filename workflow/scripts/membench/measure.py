@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from membench import SCHEMA_VERSION, __version__, memory, variants
+from membench.matrix import DEFAULT_CHASE_GROUP
 from membench.records import write_jsonl_atomic
 from membench.topology import parse_cpulist
 
@@ -50,6 +51,7 @@ class Request:
     load_delay: int = 0
     sweep_from: int = 4096
     points_per_octave: int = 2
+    chase_group: int | str = DEFAULT_CHASE_GROUP
 
 
 def auto_size(topology: dict) -> int:
@@ -161,6 +163,7 @@ def harness_argv(binary: str, request: Request, resolved: dict) -> list[str]:
         *(["--prefetch-distance", str(request.prefetch_distance)] if request.prefetch_distance != "variant" else []),
         *(["--sweep-from", str(request.sweep_from), "--points-per-octave", str(request.points_per_octave)] if request.kernel == "chase" else []),
         *(["--delay", str(request.load_delay)] if request.kernel == "loaded" else []),
+        *(["--group", str(request.chase_group)] if request.kernel in ("chase", "loaded") else []),
     ]  # fmt: skip
 
 
@@ -267,6 +270,7 @@ def measure_cell(
             pages_requested=request.pages_requested,
             prefetch_distance_requested=request.prefetch_distance,
             load_delay_requested=request.load_delay,
+            chase_group_requested=request.chase_group if request.kernel in ("chase", "loaded") else None,
             # The machine's memory nodes: what interleave:all must spread over.
             memory_nodes=[n["node"] for n in topo["nodes"] if n["memory_bytes"]],
             # The variant's declared feature columns (kernels/variants.yaml).

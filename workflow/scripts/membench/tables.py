@@ -9,6 +9,7 @@ import math
 
 import pandas as pd
 
+from membench.matrix import size_text
 from membench.stats import add_series
 
 FEATURE_LABELS = {
@@ -186,12 +187,19 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
 def idle_latency_table(latencies: pd.DataFrame) -> dict:
     return {
         "title": "Idle latency per system, placement and page size",
-        "note": "The random chase at the largest working set measured (ns per dependent load, mean over repetitions).",
-        "columns": ["system", "placement", "pages", "ns per load", "working set", "cell"],
+        "note": (
+            "The random chase at the largest working set measured, with the reference tools' 256 KiB groups when "
+            "measured (ns per dependent load: the median over repetitions, each the best of its timed chunks; "
+            "min–max and their distance from the median show the spread)."
+        ),
+        "columns": ["system", "placement", "pages", "group", "ns per load", "runs", "min–max ns", "spread", "working set", "cell"],
         "rows": [
-            [r.system, r.placement, r.pages, _number(r.ns), f"{r.working_set_bytes / 2**20:.0f} MiB", r.source]
+            [
+                r.system, r.placement, r.pages, r.group, _number(r.ns), str(r.runs), f"{_number(r.ns_min)}–{_number(r.ns_max)}",
+                f"{100 * (r.ns_min / r.ns - 1):+.1f} %/{100 * (r.ns_max / r.ns - 1):+.1f} %", size_text(r.working_set_bytes), r.source,
+            ]
             for r in latencies.itertuples()
-        ],
+        ],  # fmt: skip
     }
 
 
