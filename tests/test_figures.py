@@ -106,3 +106,19 @@ def test_svg_ids_differ_between_figures(tables):
     first, second = figures.scaling_svg(cells, "one"), figures.scaling_svg(cells, "two")
     ids = lambda svg: set(__import__("re").findall(r'id="([^"]+)"', svg))  # noqa: E731
     assert ids(first) and not ids(first) & ids(second)  # both can be inlined in one page
+
+
+def test_latency_figure_ticks_in_binary_units_and_one_curve_per_group():
+    rows = [
+        dict(system="alpha", experiment="lat", cell=f"lat/chase-default/g{group}", kernel="chase", variant="default",
+             op="random", pages="4k", policy_requested="default", affinity="none", chase_group_requested=group,
+             working_set_bytes=2**k, n_ok=3, ns_mean=float(k), ns_min=k - 0.5, ns_max=k + 0.5)
+        for group in (262144, "full") for k in range(12, 31)
+    ]  # fmt: skip
+    caches = {"alpha": [{"level": 1, "size_bytes": 32768}]}
+    svg = figures.latency_svg(pd.DataFrame(rows), caches, "t-latency")
+    for label in ("4 KiB", "256 KiB", "16 MiB", "1 GiB"):
+        assert f">{label}<" in svg, label
+    assert "2^{" not in svg and "$2" not in svg  # no 2^n tick labels
+    assert "chase_group=256 KiB" in svg and "chase_group=full" in svg
+    assert "ns per load" in svg

@@ -30,6 +30,7 @@ import pandas as pd  # noqa: E402
 
 from membench.collect import read_measurements  # noqa: E402
 from membench.records import write_text_atomic  # noqa: E402
+from membench.matrix import group_text, size_text  # noqa: E402
 from membench.placement import OTHER, figure_classes  # noqa: E402
 from membench.stats import add_series  # noqa: E402
 
@@ -300,10 +301,23 @@ def ladder_svg(measurements: pd.DataFrame, name: str) -> str:
     return to_svg(fig, name)
 
 
+def _binary_size_ticks(ax, sizes: pd.Series) -> None:
+    """Log-2 x axis ticked in KiB/MiB/GiB at powers of two, at most ~10."""
+    low, high = int(np.floor(np.log2(sizes.min()))), int(np.ceil(np.log2(sizes.max())))
+    step = max(1, -(-(high - low) // 10))
+    ticks = [2.0**k for k in range(low, high + 1) if k % step == 0]
+    ax.set_xticks(ticks, [size_text(t) for t in ticks])
+    ax.xaxis.set_minor_locator(plt.NullLocator())
+
+
 def latency_svg(cells: pd.DataFrame, caches: dict[str, list[dict]], name: str) -> str:
-    """ns per load vs working set (log2 x), random and stride chase, with
-    each system's data-cache sizes marked."""
-    ok = add_series(cells[cells["n_ok"] > 0], ["system", "pages", "policy_requested", "variant"])
+    """ns per load vs working set (log2 x), random and stride chase, one
+    curve per chase group when several were measured, with each system's
+    data-cache sizes marked."""
+    cells = cells[cells["n_ok"] > 0]
+    if "chase_group_requested" in cells:
+        cells = cells.assign(chase_group_requested=cells["chase_group_requested"].map(group_text))
+    ok = add_series(cells, ["system", "pages", "policy_requested", "variant", "chase_group_requested"])
     if ok.empty:
         return _empty("no successful latency measurements in this experiment", name)
     ok = ok.assign(curve=ok["op"] + ("" if ok["series"].nunique() == 1 else ", " + ok["series"]))
@@ -315,12 +329,13 @@ def latency_svg(cells: pd.DataFrame, caches: dict[str, list[dict]], name: str) -
         part = part.sort_values("working_set_bytes")
         ax.fill_between(part["working_set_bytes"], part["ns_min"], part["ns_max"], color=palette[curve], alpha=0.15, lw=0)
     ax.set_xscale("log", base=2)
+    _binary_size_ticks(ax, ok["working_set_bytes"])
     for system, levels in caches.items():
         for cache in levels:
             ax.axvline(cache["size_bytes"], color="grey", ls=":", lw=1)
             label = f"L{cache['level']}" + (f" {system}" if len(caches) > 1 else "")
             ax.text(cache["size_bytes"], 1.0, label, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=8)
-    ax.set_xlabel("working set (bytes, log scale)")
+    ax.set_xlabel("working set (log scale)")
     ax.set_ylabel("latency (ns per load)")
     ax.set_ylim(bottom=0)
     ax.legend(title="mean over repetitions, band min–max", fontsize="small")
