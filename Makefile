@@ -43,10 +43,12 @@ test: system-deps test-deps $(STAMP)
 # (not a test: timings on shared machines are noisy). Skips without likwid.
 # figures_only: the report rebuilt from stored runs at 64 CPUs and at the
 # Colfax study's 27,000 repetitions, time, memory and sizes vs targets.
+# The idle latency against multichase (skips without ../shared/ref/multichase).
 bench: system-deps $(STAMP)
 	$(BIN)/python bench/compare_likwid.py
 	$(BIN)/python bench/oversize_skip.py
 	$(BIN)/python bench/figures_only.py
+	$(BIN)/python bench/compare_multichase.py
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint

@@ -173,7 +173,8 @@ size_t mb_chase_build_random(char *base, size_t bytes, size_t line, size_t group
         for (size_t gi = 0; gi < ng; gi++) {
             size_t lo = (size_t)gorder[gi] * lpg, hi = lo + lpg < nl ? lo + lpg : nl;
             size_t start = k;
-            for (size_t l = lo + pass; l < hi; l += 2)
+            /* the lines of this pass's parity (by address: the 128-byte pairs) */
+            for (size_t l = lo + ((lo & 1) != pass); l < hi; l += 2)
                 order[k++] = (unsigned)l;
             shuffle(order + start, k - start, &s);
         }

@@ -61,7 +61,8 @@ static int fail(const char *what, size_t bytes, size_t line, size_t group)
 }
 
 /* Walk the random chain pointer by pointer: one cycle, every line once,
- * groups of pages, even lines before odd lines, no sequential pattern. */
+ * group by group (group = bytes per group, 0 = full: the whole working
+ * set), even lines before odd lines, no sequential pattern. */
 static int check_random(size_t bytes, size_t line, size_t group)
 {
     size_t nl = bytes / line;
@@ -76,7 +77,9 @@ static int check_random(size_t bytes, size_t line, size_t group)
         return fail(why, bytes, line, group);
     char *p = base + (size_t)order[0] * line, *start = p;
     size_t steps = 0, adjacent = 0, group_changes = 0, parity_flips = 0;
-    size_t lpg = 4096 / line * group, prev_group = (size_t)-1, prev_parity = 0;
+    size_t lpg = group ? group / line : nl, prev_group = (size_t)-1, prev_parity = 0;
+    if (lpg > nl)
+        lpg = nl;
     do {
         if (p < base || p >= base + nl * line || (size_t)(p - base) % line)
             return fail("pointer outside the lines", bytes, line, group);
@@ -139,15 +142,21 @@ static int check_stride(size_t bytes, size_t stride)
 
 int main(void)
 {
+    /* working sets that the groups divide and that they do not (a partial
+     * last group), below one group and far above it */
     static const size_t sizes[] = {64, 128, 4096, 5760, 65536, 200000, 1 << 22, (1 << 22) + 4032};
     static const size_t lines[] = {64, 128};
-    static const size_t groups[] = {1, 3, 16};
+    /* bytes per group: full, one line, 3 lines, a page, 3 pages, 16 pages,
+     * the default 256 KiB */
+    static const size_t groups[] = {0, 1, 3, 4096, 3 * 4096, 16 * 4096, 256 * 1024};
     int bad = 0;
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
         for (size_t l = 0; l < 2; l++)
-            for (size_t g = 0; g < 3; g++)
+            for (size_t g = 0; g < sizeof groups / sizeof *groups; g++) {
+                size_t group = groups[g] == 1 || groups[g] == 3 ? groups[g] * lines[l] : groups[g];
                 if (sizes[s] >= lines[l])
-                    bad |= check_random(sizes[s] / lines[l] * lines[l], lines[l], groups[g]);
+                    bad |= check_random(sizes[s] / lines[l] * lines[l], lines[l], group);
+            }
     bad |= check_stride(4096, 64) | check_stride(100000, 256) | check_stride(64, 4096);
     /* the chase kernel follows the chain and ends where it should */
     char *base = aligned_alloc(4096, 8192);
@@ -192,30 +201,34 @@ def test_records_follow_the_contract(bins):
         assert r["threads"] == 1 and r["gbps"] is None
         assert r["size_bytes"] == r["working_set_bytes"]
         assert r["ns_per_load"] > 0 and r["ns_median"] >= r["ns_per_load"]
-        assert r["loads"] > 0 and len(r["seconds"]) == 2
+        assert r["loads"] > 0 and len(r["seconds"]) >= 2
+        # the kept chunks walk the whole cycle at least once
+        assert r["cycle_walks"] >= 1 and r["cycle_walks"] == pytest.approx(
+            r["loads"] * len(r["seconds"]) / r["cycle_length"])
         assert r["ns_per_load"] == pytest.approx(min(r["seconds"]) / r["loads"] * 1e9, rel=1e-9)
         assert min(r["seconds"]) >= 0.002 * 0.5  # chunks of ~--chunk-ms
         assert r["line_bytes"] in (64, 128) and r["seed"] == 20240601
         # affinity none still pins the chaser: the first allowed CPU
         assert r["affinity"] == "none" and r["cpus_bound"] == [ALLOWED[0]]
         assert r["cpus"] == [ALLOWED[0]]
-        if r["op"] == "random":
-            assert r["page_group"] == 16 and r["stride_bytes"] is None
+        if r["op"] == "random":  # default: 256 KiB groups, or the whole smaller working set
+            assert r["group_bytes"] == min(256 * 1024, r["working_set_bytes"]) and r["group_full"] is False
+            assert r["stride_bytes"] is None
             assert r["cycle_length"] == r["working_set_bytes"] // r["line_bytes"]
         else:
-            assert r["stride_bytes"] == 64 and r["page_group"] is None
+            assert r["stride_bytes"] == 64 and r["group_bytes"] is None and r["group_full"] is None
             assert r["cycle_length"] == r["working_set_bytes"] // 64
 
 
 def test_options_are_recorded(bins):
     cpu = ALLOWED[-1]
     rc, recs, err = run(bins["chase"], "--size", "32768", "--sweep-from", "32768", "--stride",
-                        "128", "--page-group", "4", "--seed", "7", "--affinity", f"cpus:{cpu}",
+                        "128", "--group", "8192", "--seed", "7", "--affinity", f"cpus:{cpu}",
                         *FAST)
     assert rc == 0, err
     assert [(r["op"], r["working_set_bytes"]) for r in recs] == [("random", 32768),
                                                                   ("stride", 32768)]
-    assert recs[0]["page_group"] == 4 and recs[1]["stride_bytes"] == 128
+    assert recs[0]["group_bytes"] == 8192 and recs[1]["stride_bytes"] == 128
     assert recs[1]["cycle_length"] == 32768 // 128
     assert all(r["seed"] == 7 and r["cpus"] == [cpu] for r in recs)
 
@@ -254,12 +267,26 @@ def test_corrupt_cycle_fails(bins):
 
 @pytest.mark.parametrize("args", [
     ["--threads", "2"], ["--sweep-from", "1048576"], ["--stride", "12"],
-    ["--points-per-octave", "0"], ["--page-group", "x"],
+    ["--points-per-octave", "0"], ["--group", "x"], ["--group", "100"], ["--group", "32"],
 ])
 def test_usage_errors(bins, args):
     rc, recs, err = run(bins["chase"], "--size", "65536", *args)
     assert rc == 2 and recs == []
     assert args[0] in err
+
+
+def test_group_full_and_groups_not_dividing_the_working_set(bins):
+    """--group full is one random cycle over the whole working set; a group
+    that does not divide it leaves a partial last group; both verified."""
+    size = 3 * 4096 * 5 + 4096  # 5 groups of 12 KiB and a 4 KiB rest
+    for group, want, full in (("full", size, True), ("12288", 12288, False)):
+        rc, recs, err = run(bins["chase"], "--op", "random", "--size", str(size), "--sweep-from",
+                            str(size), "--group", group, *FAST)
+        assert rc == 0, err
+        (r,) = recs
+        assert r["status"] == "ok" and r["valid"] is True
+        assert r["group_bytes"] == want and r["group_full"] is full
+        assert r["cycle_length"] == size // r["line_bytes"]
 
 
 # -------------------------------------------------------------- loaded
@@ -275,13 +302,15 @@ def test_loaded_gives_latency_and_bandwidth(bins):
     assert r["valid"] is True and r["threads"] == 2 and r["load_threads"] == 1
     assert r["ns_per_load"] > 0 and r["gbps"] > 0 and r["gbps_wa"] > r["gbps"]
     assert r["delay"] == 0 and r["working_set_bytes"] == 32 * MIB
+    assert r["group_bytes"] == 256 * 1024 and r["group_full"] is False and r["cycle_walks"] >= 1
     assert r["cpus_bound"] == ALLOWED[:2] and r["window_seconds"] > 0
 
 
 def test_loaded_read_and_corruption(bins):
     rc, recs, err = run(bins["loaded"], "--threads", "2", "--op", "read", "--size",
-                        str(8 * MIB), *FAST)
+                        str(8 * MIB), "--group", "full", *FAST)
     assert rc == 0 and recs[0]["valid"] is True and recs[0]["gbps"] > 0, err
+    assert recs[0]["group_full"] is True and recs[0]["group_bytes"] == 8 * MIB
     rc, recs, err = run(bins["loaded"], "--threads", "2", "--op", "triad,read", "--size",
                         str(8 * MIB), "--test-corrupt", *FAST)
     assert rc == 1, err

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""membench's idle latency vs multichase's, side by side (`make bench`; not a test).
+
+Effective concurrency is bandwidth x idle latency, so membench's idle
+latency must agree with the tool HPC engineers compare with. Two
+comparisons, 4 KiB pages and transparent huge pages:
+
+  A (membench)                                   B (multichase)
+  chase --op random --size 1GiB --pages 4k       multichase -m 1g
+  chase --op random --size 1GiB --pages thp      multichase -m 1g -H
+
+Like with like:
+- the same working set (1 GiB) and locality: membench's default group is
+  multichase's default TLB locality, 256 KiB (64 pages) visited in random
+  order, the groups in random order;
+- the same pages: multichase madvises MADV_NOHUGEPAGE without -H and
+  MADV_HUGEPAGE with it, membench --pages 4k / thp do the same (membench's
+  obtained huge-page fraction is printed);
+- the same statistic: both report the best of their timed samples
+  (multichase: 5 samples of 0.5 s after a dropped one; membench: 10 ms
+  chunks until they have walked the whole cycle once, about 2 s);
+- the same CPU: both processes are confined to one CPU (--cpu, default the
+  last allowed one) and each pins its thread there;
+- the same sitting: A and B interleaved, the order alternating pair by pair
+  (AB, BA, ...), at least five pairs; the ratio A/B of each pair, their
+  median and spread (min - max) are reported, and each tool's own
+  repetition spread (min / median / max, +-% of the median).
+
+The two chases differ on purpose in one respect: multichase touches one
+pointer per 256-byte stride slot, membench one per cache line (every line
+of the working set, even lines before odd ones so the adjacent-line
+prefetcher cannot help).
+
+multichase is built from ../shared/ref/multichase (relative to the
+repository root; --multichase-src to change) in a temporary copy; when it
+is not there this prints that and exits 0 without a result. membench's
+chase is built with the pipeline's build command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "workflow" / "scripts"))
+
+from membench import variants  # noqa: E402
+
+KERNELS = REPO / "kernels"
+DEFAULT_SRC = REPO.parent / "shared" / "ref" / "multichase"
+GIB = 2**30
+TARGET = (0.95, 1.05)
+
+
+def log(msg=""):
+    print(msg, flush=True)
+
+
+def pinned(cpu):
+    return lambda: os.sched_setaffinity(0, {cpu})
+
+
+def build_membench(outdir: Path) -> Path:
+    table = variants.load_variants(KERNELS / "variants.yaml")
+    out = outdir / "chase-default"
+    proc = subprocess.run(variants.compile_argv(table, "chase", "default", KERNELS, out), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"build of membench chase-default failed:\n{proc.stderr}")
+    return out
+
+
+def build_multichase(src: Path, outdir: Path) -> Path:
+    """A copy of the reference tree, built there (the reference stays
+    untouched)."""
+    tree = outdir / "multichase"
+    shutil.copytree(src, tree)
+    proc = subprocess.run(["make", "-C", str(tree), "multichase"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"build of multichase in {tree} failed:\n{proc.stdout}{proc.stderr}")
+    return tree / "multichase"
+
+
+def run_membench(binary: Path, pages: str, cpu: int) -> dict:
+    argv = [str(binary), "--op", "random", "--size", str(GIB), "--sweep-from", str(GIB), "--pages", pages]
+    proc = subprocess.run(argv, capture_output=True, text=True, preexec_fn=pinned(cpu))
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr}")
+    rec = json.loads(proc.stdout.splitlines()[0])
+    if rec["status"] != "ok" or rec["valid"] is not True or rec["group_bytes"] != 256 * 2**10:
+        raise SystemExit(f"membench record is not a valid 256 KiB-group chase: {rec}")
+    return rec
+
+
+def run_multichase(binary: Path, pages: str, cpu: int) -> float:
+    argv = [str(binary), "-m", "1g", *(["-H"] if pages == "thp" else [])]
+    proc = subprocess.run(argv, capture_output=True, text=True, preexec_fn=pinned(cpu))
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stdout}{proc.stderr}")
+    return float(proc.stdout.split()[-1])  # ns per load, best sample
+
+
+def spread(values: list[float]) -> str:
+    mid = statistics.median(values)
+    low, high = min(values), max(values)
+    return f"{low:.1f} / {mid:.1f} / {high:.1f} ns ({100 * (low / mid - 1):+.1f} % / {100 * (high / mid - 1):+.1f} %)"
+
+
+def compare(membench: Path, multichase: Path, pages: str, pairs: int, cpu: int) -> dict:
+    flag = " -H" if pages == "thp" else ""
+    log(f"\n1 GiB, {pages} pages, CPU {cpu}")
+    log(f"  A = {membench.name} --op random --size {GIB} --sweep-from {GIB} --pages {pages}")
+    log(f"  B = multichase -m 1g{flag}")
+    a_ns, b_ns, ratios = [], [], []
+    for i in range(pairs):
+        if i % 2 == 0:
+            rec, b = run_membench(membench, pages, cpu), run_multichase(multichase, pages, cpu)
+        else:
+            b = run_multichase(multichase, pages, cpu)
+            rec = run_membench(membench, pages, cpu)
+        a = rec["ns_per_load"]
+        a_ns.append(a), b_ns.append(b), ratios.append(a / b)
+        log(f"  pair {i + 1} ({'AB' if i % 2 == 0 else 'BA'}): membench {a:7.2f} ns (median chunk "
+            f"{rec['ns_median']:7.2f}, {len(rec['seconds'])} chunks, huge pages {rec['hugepage_fraction']:.2f})"
+            f"   multichase {b:7.2f} ns   ratio {a / b:.3f}")
+    med = statistics.median(ratios)
+    verdict = "in" if TARGET[0] <= med <= TARGET[1] else "OUT OF"
+    log(f"  median ratio {med:.3f}   spread {min(ratios):.3f} - {max(ratios):.3f}   ({verdict} range {TARGET[0]}-{TARGET[1]})")
+    log(f"  membench repetitions   min / median / max {spread(a_ns)}")
+    log(f"  multichase repetitions min / median / max {spread(b_ns)}")
+    return {"pages": pages, "median": med, "low": min(ratios), "high": max(ratios), "in_range": verdict == "in"}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pairs", type=int, default=7, help="A/B pairs per page size (>= 5)")
+    ap.add_argument("--pages", default="4k,thp", help="comma list of 4k, thp")
+    ap.add_argument("--cpu", type=int, help="the CPU both tools run on (default: the last allowed)")
+    ap.add_argument("--multichase-src", type=Path, default=DEFAULT_SRC, help=f"default {DEFAULT_SRC}")
+    ap.add_argument("--strict", action="store_true", help="exit 1 when a median ratio is out of range")
+    args = ap.parse_args()
+    if args.pairs < 5:
+        ap.error("--pairs must be at least 5")
+    pages = args.pages.split(",")
+    if not set(pages) <= {"4k", "thp"}:
+        ap.error(f"--pages {args.pages!r}: allowed 4k, thp")
+    if not (args.multichase_src / "multichase.c").is_file():
+        print(f"skipped: multichase sources not found at {args.multichase_src} (--multichase-src)")
+        return 0
+    cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="membench-multichase-") as tmp:
+        log("building membench chase-default and multichase ...")
+        membench = build_membench(Path(tmp))
+        multichase = build_multichase(args.multichase_src, Path(tmp))
+        log(f"host: {os.uname().nodename}, {len(os.sched_getaffinity(0))} CPUs; "
+            f"THP {Path('/sys/kernel/mm/transparent_hugepage/enabled').read_text().strip()}")
+        rows = [compare(membench, multichase, p, args.pairs, cpu) for p in pages]
+    log("\nsummary (ratio = membench ns_per_load / multichase ns, 1 GiB, 256 KiB groups, best of samples)")
+    log(f"{'pages':6s} {'median':>7s} {'spread':>15s}  target {TARGET[0]}-{TARGET[1]}")
+    for row in rows:
+        log(f"{row['pages']:6s} {row['median']:7.3f} {row['low']:7.3f} - {row['high']:5.3f}"
+            f"  {'in range' if row['in_range'] else 'OUT OF RANGE'}")
+    log(f"total time {time.monotonic() - started:.0f} s")
+    return 1 if args.strict and not all(row["in_range"] for row in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
