@@ -74,6 +74,14 @@ def test_harness_argv_quotes_nothing_and_passes_every_knob():
         assert flag in argv
 
 
+def test_the_chase_group_reaches_chase_and_loaded_only():
+    knobs = {"threads": 2, "size": 4096, "policy": "default", "affinity": "none"}
+    for kernel, group, want in (("chase", "full", "full"), ("loaded", 65536, "65536"), ("chase", 262144, "262144")):
+        argv = measure.harness_argv("/bin/h", request(kernel=kernel, chase_group=group), knobs)
+        assert argv[argv.index("--group") + 1] == want
+    assert "--group" not in measure.harness_argv("/bin/h", request(chase_group="full"), knobs)
+
+
 def fake_harness(tmp_path, body: str):
     path = tmp_path / "fake-harness"
     path.write_text("#!/bin/sh\n" + body + "\n")
