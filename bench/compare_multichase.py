@@ -20,7 +20,9 @@ Like with like:
   (multichase: 5 samples of 0.5 s after a dropped one; membench: 10 ms
   chunks until they have walked the whole cycle once, about 2 s);
 - the same CPU: both processes are confined to one CPU (--cpu, default the
-  last allowed one) and each pins its thread there;
+  last allowed one) and each pins its thread there, at the same niceness
+  (--nice; on a shared machine a negative one keeps neighbours from
+  preempting either tool's samples);
 - the same sitting: A and B interleaved, the order alternating pair by pair
   (AB, BA, ...), at least five pairs; the ratio A/B of each pair, their
   median and spread (min - max) are reported, and each tool's own
@@ -65,8 +67,15 @@ def log(msg=""):
     print(msg, flush=True)
 
 
-def pinned(cpu):
-    return lambda: os.sched_setaffinity(0, {cpu})
+def pinned(cpu, nice):
+    """Confine the child to one CPU, at the same niceness for both tools."""
+
+    def setup():
+        os.sched_setaffinity(0, {cpu})
+        if nice:
+            os.nice(nice)
+
+    return setup
 
 
 def build_membench(outdir: Path) -> Path:
@@ -89,9 +98,9 @@ def build_multichase(src: Path, outdir: Path) -> Path:
     return tree / "multichase"
 
 
-def run_membench(binary: Path, pages: str, cpu: int) -> dict:
+def run_membench(binary: Path, pages: str, cpu: int, nice: int) -> dict:
     argv = [str(binary), "--op", "random", "--size", str(GIB), "--sweep-from", str(GIB), "--pages", pages]
-    proc = subprocess.run(argv, capture_output=True, text=True, preexec_fn=pinned(cpu))
+    proc = subprocess.run(argv, capture_output=True, text=True, preexec_fn=pinned(cpu, nice))
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr}")
     rec = json.loads(proc.stdout.splitlines()[0])
@@ -100,9 +109,9 @@ def run_membench(binary: Path, pages: str, cpu: int) -> dict:
     return rec
 
 
-def run_multichase(binary: Path, pages: str, cpu: int) -> float:
+def run_multichase(binary: Path, pages: str, cpu: int, nice: int) -> float:
     argv = [str(binary), "-m", "1g", *(["-H"] if pages == "thp" else [])]
-    proc = subprocess.run(argv, capture_output=True, text=True, preexec_fn=pinned(cpu))
+    proc = subprocess.run(argv, capture_output=True, text=True, preexec_fn=pinned(cpu, nice))
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stdout}{proc.stderr}")
     return float(proc.stdout.split()[-1])  # ns per load, best sample
@@ -114,18 +123,18 @@ def spread(values: list[float]) -> str:
     return f"{low:.1f} / {mid:.1f} / {high:.1f} ns ({100 * (low / mid - 1):+.1f} % / {100 * (high / mid - 1):+.1f} %)"
 
 
-def compare(membench: Path, multichase: Path, pages: str, pairs: int, cpu: int) -> dict:
+def compare(membench: Path, multichase: Path, pages: str, pairs: int, cpu: int, nice: int) -> dict:
     flag = " -H" if pages == "thp" else ""
-    log(f"\n1 GiB, {pages} pages, CPU {cpu}")
+    log(f"\n1 GiB, {pages} pages, CPU {cpu}{f', nice {nice}' if nice else ''}")
     log(f"  A = {membench.name} --op random --size {GIB} --sweep-from {GIB} --pages {pages}")
     log(f"  B = multichase -m 1g{flag}")
     a_ns, b_ns, ratios = [], [], []
     for i in range(pairs):
         if i % 2 == 0:
-            rec, b = run_membench(membench, pages, cpu), run_multichase(multichase, pages, cpu)
+            rec, b = run_membench(membench, pages, cpu, nice), run_multichase(multichase, pages, cpu, nice)
         else:
-            b = run_multichase(multichase, pages, cpu)
-            rec = run_membench(membench, pages, cpu)
+            b = run_multichase(multichase, pages, cpu, nice)
+            rec = run_membench(membench, pages, cpu, nice)
         a = rec["ns_per_load"]
         a_ns.append(a), b_ns.append(b), ratios.append(a / b)
         log(f"  pair {i + 1} ({'AB' if i % 2 == 0 else 'BA'}): membench {a:7.2f} ns (median chunk "
@@ -145,6 +154,8 @@ def main():
     ap.add_argument("--pages", default="4k,thp", help="comma list of 4k, thp")
     ap.add_argument("--cpu", type=int, help="the CPU both tools run on (default: the last allowed)")
     ap.add_argument("--multichase-src", type=Path, default=DEFAULT_SRC, help=f"default {DEFAULT_SRC}")
+    ap.add_argument("--nice", type=int, default=0,
+                    help="niceness of both tools (negative needs root: on a shared machine, fewer preemptions)")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a median ratio is out of range")
     args = ap.parse_args()
     if args.pairs < 5:
@@ -163,7 +174,7 @@ def main():
         multichase = build_multichase(args.multichase_src, Path(tmp))
         log(f"host: {os.uname().nodename}, {len(os.sched_getaffinity(0))} CPUs; "
             f"THP {Path('/sys/kernel/mm/transparent_hugepage/enabled').read_text().strip()}")
-        rows = [compare(membench, multichase, p, args.pairs, cpu) for p in pages]
+        rows = [compare(membench, multichase, p, args.pairs, cpu, args.nice) for p in pages]
     log("\nsummary (ratio = membench ns_per_load / multichase ns, 1 GiB, 256 KiB groups, best of samples)")
     log(f"{'pages':6s} {'median':>7s} {'spread':>15s}  target {TARGET[0]}-{TARGET[1]}")
     for row in rows:

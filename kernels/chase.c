@@ -39,9 +39,9 @@
  * chunks are lengthened and all of them timed once more.
  * ns_per_load = best kept chunk / loads, ns_median the median.  The best of
  * many short chunks is the steadiest estimate on a shared machine: other
- * processes only ever add time, and over a ~2 s window some chunks run
- * undisturbed (repetitions at 1 GiB spread -3.5 %/+0.8 % with best of 10 ms
- * chunks over 2 s, -15 %/+24 % with the median of 100 ms chunks; issue 12).
+ * processes only ever add time, and over a ~2 s window some 10 ms chunks run
+ * undisturbed, where the median of chunks (or the best of a few long ones)
+ * moves with the neighbours' load (numbers in issue 12's note).
  * The final pointer is stored to a volatile global, so the chase is live.
  *
  * The chasing thread is pinned (the harness pins it to the first allowed CPU

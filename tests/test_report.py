@@ -47,7 +47,8 @@ def html():
                            page_nodes='{"0": 0.4, "1": 0.6}', placement_problems="asked interleave:all, pages on n0 40%"))  # fmt: skip
         for ws, ns in ((2**14, 1.5), (2**30, 100.0 + gbps)):
             rows.append(record(experiment="lat", cell="lat/c", kernel="chase", op="random", threads_requested=1, threads=1,
-                               gbps=math.nan, gbps_wa=math.nan, ns_per_load=ns, working_set_bytes=ws, size_bytes=ws))  # fmt: skip
+                               gbps=math.nan, gbps_wa=math.nan, ns_per_load=ns, working_set_bytes=ws, size_bytes=ws,
+                               chase_group_requested=262144))  # fmt: skip
         rows.append(record(experiment="ladder", cell="ladder/v1", kernel="readonly", variant="v001", op="sum", threads=1,
                            gbps=gbps, feature_sw_prefetch=False, feature_vector_bits=64))  # fmt: skip
         rows.append(record(experiment="ladder", cell="ladder/v4", kernel="readonly", variant="v004", op="sum", threads=1,
@@ -91,6 +92,9 @@ def test_little_law_uses_the_idle_latency_at_the_largest_working_set(html):
     assert "111.0 ns" in html and "1443 bytes" in html and "22.5 cache lines" in html
     assert "<b>11.00 GB/s</b> by the STREAM count" in html
     assert "Idle latency per system, placement and page size" in html
+    # the latency is named with its group size and shown with its spread
+    assert "idle chase, 4k pages, 256 KiB groups, local, 1 GiB (median of 2 runs; 110.0–112.0 ns (-0.9 %/+0.9 %))" in html
+    assert "<td>256 KiB</td><td>111.0</td><td>2</td><td>110.0–112.0</td><td>-0.9 %/+0.9 %</td><td>1 GiB</td>" in html.replace("\n", "")
 
 
 def test_mccalpin_tables(html):
