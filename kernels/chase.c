@@ -36,7 +36,9 @@
  * more until the kept ones (the first is dropped) have walked the whole cycle
  * once, so every group and page of the working set has been timed (about 2 s
  * at 1 GiB); if a kept chunk came out shorter than 0.75 x --chunk-ms, the
- * chunks are lengthened and all of them timed once more.
+ * chunks are lengthened and all of them timed once more; while fewer than 5
+ * kept chunks lie within 3 % of the best, the cycle is walked again (at most
+ * 4 walks): a lone best chunk means the others were disturbed.
  * ns_per_load = best kept chunk / loads, ns_median the median.  The best of
  * many short chunks is the steadiest estimate on a shared machine: other
  * processes only ever add time, and over a ~2 s window some 10 ms chunks run
@@ -338,22 +340,45 @@ static int chunks_for(size_t loads, int ntimes, size_t cycle)
     return (int)(n < cap ? n : cap);
 }
 
+int mb_chase_near_best(const double *secs, int n)
+{
+    double tmin = 1e300;
+    int near = 0;
+    for (int k = 0; k < n; k++)
+        tmin = secs[k] < tmin ? secs[k] : tmin;
+    for (int k = 0; k < n; k++)
+        near += secs[k] <= 1.03 * tmin;
+    return near;
+}
+
 size_t mb_chase_measure(void **start, double chunk_ns, int ntimes, size_t cycle,
                         double *secs, int *nchunks)
 {
     size_t loads = mb_chase_calibrate(start, chunk_ns);
+    int n;
     for (int attempt = 0;; attempt++) {
-        int n = chunks_for(loads, ntimes, cycle);
-        *nchunks = n;
+        n = chunks_for(loads, ntimes, cycle);
         mb_chase_time(start, loads, n, secs);
         double tmin = 1e300;
         for (int k = 1; k < n; k++)
             tmin = secs[k] < tmin ? secs[k] : tmin;
         if (tmin * 1e9 >= 0.75 * chunk_ns || attempt == 1)
-            return loads;
+            break;
         /* a chunk came out short (the probe was slowed down): longer chunks */
         loads = (size_t)ceil((double)loads * chunk_ns / (tmin * 1e9) * 1.1);
     }
+    /* A best chunk that few others come near was a lucky stretch of the
+     * cycle or, on a shared machine, the only chunk a neighbour left alone:
+     * walk the cycle again (up to MB_CHASE_MAX_WALKS times) until
+     * MB_CHASE_CONFIRM kept chunks lie within 3 % of the best. */
+    int batch = n - 1, cap = MB_CHASE_CHUNK_CAP(ntimes);
+    for (int walk = 1; walk < MB_CHASE_MAX_WALKS && n + batch <= cap &&
+                       mb_chase_near_best(secs + 1, n - 1) < MB_CHASE_CONFIRM; walk++) {
+        mb_chase_time(start, loads, batch, secs + n);
+        n += batch;
+    }
+    *nchunks = n;
+    return loads;
 }
 
 int mb_chase_run(mb_run_ctx_t *ctx)
@@ -470,6 +495,7 @@ int mb_chase_run(mb_run_ctx_t *ctx)
                 mb_point_dbl(&pt, "ns_max", worst / (double)loads * 1e9);
                 mb_point_int(&pt, "loads", (long long)loads);
                 mb_point_dbl(&pt, "cycle_walks", (double)loads * pt.nsecs / (double)n);
+                mb_point_int(&pt, "chunks_near_best", mb_chase_near_best(pt.secs, pt.nsecs));
                 fprintf(stderr, "chase %-6s %12zu bytes: %8.2f ns/load (median %.2f), "
                                 "%d chunks of %zu loads; build+verify %.3f s, timing %.3f s\n",
                         k->op, ws[w], best / (double)loads * 1e9,
@@ -482,6 +508,7 @@ int mb_chase_run(mb_run_ctx_t *ctx)
                 mb_point_null(&pt, "ns_max");
                 mb_point_null(&pt, "loads");
                 mb_point_null(&pt, "cycle_walks");
+                mb_point_null(&pt, "chunks_near_best");
                 fprintf(stderr, "chase %-6s %12zu bytes: %s\n", k->op, ws[w], pt.reason);
             }
             mb_point_int(&pt, "working_set_bytes", (long long)ws[w]);

@@ -311,6 +311,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
         mb_point_dbl(&pt, "ns_max", ok ? t_max / (double)loads * 1e9 : NAN);
         mb_point_int(&pt, "loads", (long long)loads);
         mb_point_dbl(&pt, "cycle_walks", (double)loads * nkeep / (double)nl);
+        mb_point_int(&pt, "chunks_near_best", mb_chase_near_best(secs + 1, nkeep));
         mb_point_int(&pt, "loader_passes_min", minpasses);
         mb_point_dbl(&pt, "window_seconds", window);
         fprintf(stderr, "loaded %-5s delay %lld: chase %.2f ns/load (median %.2f) while %d "
@@ -327,6 +328,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
         mb_point_null(&pt, "ns_max");
         mb_point_null(&pt, "loads");
         mb_point_null(&pt, "cycle_walks");
+        mb_point_null(&pt, "chunks_near_best");
         mb_point_null(&pt, "loader_passes_min");
         mb_point_null(&pt, "window_seconds");
         fprintf(stderr, "loaded %-5s: %s\n", k->op, pt.reason);

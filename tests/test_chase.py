@@ -205,6 +205,8 @@ def test_records_follow_the_contract(bins):
         # the kept chunks walk the whole cycle at least once
         assert r["cycle_walks"] >= 1 and r["cycle_walks"] == pytest.approx(
             r["loads"] * len(r["seconds"]) / r["cycle_length"])
+        best = min(r["seconds"])
+        assert r["chunks_near_best"] == sum(t <= 1.03 * best for t in r["seconds"]) >= 1
         assert r["ns_per_load"] == pytest.approx(min(r["seconds"]) / r["loads"] * 1e9, rel=1e-9)
         assert min(r["seconds"]) >= 0.002 * 0.5  # chunks of ~--chunk-ms
         assert r["line_bytes"] in (64, 128) and r["seed"] == 20240601
