@@ -138,19 +138,27 @@ def compare(membench: Path, multichase: Path, pages: str, pairs: int, cpu: int, 
         a = rec["ns_per_load"]
         a_ns.append(a), b_ns.append(b), ratios.append(a / b)
         log(f"  pair {i + 1} ({'AB' if i % 2 == 0 else 'BA'}): membench {a:7.2f} ns (median chunk "
-            f"{rec['ns_median']:7.2f}, {len(rec['seconds'])} chunks, huge pages {rec['hugepage_fraction']:.2f})"
+            f"{rec['ns_median']:7.2f}, {len(rec['seconds'])} chunks, {rec['chunks_near_best']} within 3 % of the best, "
+            f"huge pages {rec['hugepage_fraction']:.2f})"
             f"   multichase {b:7.2f} ns   ratio {a / b:.3f}")
     med = statistics.median(ratios)
     verdict = "in" if TARGET[0] <= med <= TARGET[1] else "OUT OF"
     log(f"  median ratio {med:.3f}   spread {min(ratios):.3f} - {max(ratios):.3f}   ({verdict} range {TARGET[0]}-{TARGET[1]})")
     log(f"  membench repetitions   min / median / max {spread(a_ns)}")
     log(f"  multichase repetitions min / median / max {spread(b_ns)}")
-    return {"pages": pages, "median": med, "low": min(ratios), "high": max(ratios), "in_range": verdict == "in"}
+    best = min(a_ns) / min(b_ns)
+    log(f"  best vs best (each tool's fastest repetition) {best:.3f}")
+    busy = max(b_ns) > 1.1 * min(b_ns) or max(a_ns) > 1.1 * min(a_ns)
+    if busy:
+        log("  note: a tool's repetitions spread > 10 %: neighbours disturbed some samples (noise only adds time);"
+            " the best-vs-best ratio compares the undisturbed values")
+    return {"pages": pages, "median": med, "low": min(ratios), "high": max(ratios), "best": best,
+            "in_range": verdict == "in", "busy": busy}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--pairs", type=int, default=7, help="A/B pairs per page size (>= 5)")
+    ap.add_argument("--pairs", type=int, default=9, help="A/B pairs per page size (>= 5)")
     ap.add_argument("--pages", default="4k,thp", help="comma list of 4k, thp")
     ap.add_argument("--cpu", type=int, help="the CPU both tools run on (default: the last allowed)")
     ap.add_argument("--multichase-src", type=Path, default=DEFAULT_SRC, help=f"default {DEFAULT_SRC}")
@@ -176,10 +184,10 @@ def main():
             f"THP {Path('/sys/kernel/mm/transparent_hugepage/enabled').read_text().strip()}")
         rows = [compare(membench, multichase, p, args.pairs, cpu, args.nice) for p in pages]
     log("\nsummary (ratio = membench ns_per_load / multichase ns, 1 GiB, 256 KiB groups, best of samples)")
-    log(f"{'pages':6s} {'median':>7s} {'spread':>15s}  target {TARGET[0]}-{TARGET[1]}")
+    log(f"{'pages':6s} {'median':>7s} {'spread':>15s} {'best/best':>9s}  target {TARGET[0]}-{TARGET[1]} (median)")
     for row in rows:
-        log(f"{row['pages']:6s} {row['median']:7.3f} {row['low']:7.3f} - {row['high']:5.3f}"
-            f"  {'in range' if row['in_range'] else 'OUT OF RANGE'}")
+        log(f"{row['pages']:6s} {row['median']:7.3f} {row['low']:7.3f} - {row['high']:5.3f} {row['best']:9.3f}"
+            f"  {'in range' if row['in_range'] else 'OUT OF RANGE'}{' (busy machine)' if row['busy'] else ''}")
     log(f"total time {time.monotonic() - started:.0f} s")
     return 1 if args.strict and not all(row["in_range"] for row in rows) else 0
 
