@@ -38,7 +38,8 @@
  * at 1 GiB); if a kept chunk came out shorter than 0.75 x --chunk-ms, the
  * chunks are lengthened and all of them timed once more; while fewer than 5
  * kept chunks lie within 3 % of the best, the cycle is walked again (at most
- * 4 walks): a lone best chunk means the others were disturbed.
+ * 4 walks, none started after 10 s): a lone best chunk means the others were
+ * disturbed.
  * ns_per_load = best kept chunk / loads, ns_median the median.  The best of
  * many short chunks is the steadiest estimate on a shared machine: other
  * processes only ever add time, and over a ~2 s window some 10 ms chunks run
@@ -369,12 +370,19 @@ size_t mb_chase_measure(void **start, double chunk_ns, int ntimes, size_t cycle,
     }
     /* A best chunk that few others come near was a lucky stretch of the
      * cycle or, on a shared machine, the only chunk a neighbour left alone:
-     * walk the cycle again (up to MB_CHASE_MAX_WALKS times) until
-     * MB_CHASE_CONFIRM kept chunks lie within 3 % of the best. */
+     * walk the cycle again (up to MB_CHASE_MAX_WALKS walks, while the chunks
+     * so far took under MB_CHASE_EXTEND_S) until MB_CHASE_CONFIRM kept
+     * chunks lie within 3 % of the best. */
     int batch = n - 1, cap = MB_CHASE_CHUNK_CAP(ntimes);
+    double spent = 0;
+    for (int k = 0; k < n; k++)
+        spent += secs[k];
     for (int walk = 1; walk < MB_CHASE_MAX_WALKS && n + batch <= cap &&
+                       spent < MB_CHASE_EXTEND_S &&
                        mb_chase_near_best(secs + 1, n - 1) < MB_CHASE_CONFIRM; walk++) {
         mb_chase_time(start, loads, batch, secs + n);
+        for (int k = n; k < n + batch; k++)
+            spent += secs[k];
         n += batch;
     }
     *nchunks = n;

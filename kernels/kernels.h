@@ -376,12 +376,14 @@ MB_WEAK void mb_chase_time(void **start, size_t loads, int ntimes, double *secs)
  * at most MB_CHASE_CHUNK_CAP(ntimes); if a kept chunk is shorter than 0.75 x
  * chunk_ns the chunks are lengthened and timed once more; while fewer than
  * MB_CHASE_CONFIRM kept chunks lie within 3 % of the best, the cycle is
- * walked again, up to MB_CHASE_MAX_WALKS walks.  secs (room for
+ * walked again, up to MB_CHASE_MAX_WALKS walks, none started once the
+ * chunks took MB_CHASE_EXTEND_S seconds.  secs (room for
  * MB_CHASE_CHUNK_CAP(ntimes)) receives *nchunks chunk times.  Returns loads
  * per chunk. */
 #define MB_CHASE_MAX_CHUNKS 1000
 #define MB_CHASE_MAX_WALKS 4
 #define MB_CHASE_CONFIRM 5
+#define MB_CHASE_EXTEND_S 10.0
 #define MB_CHASE_CHUNK_CAP(ntimes) ((ntimes) > MB_CHASE_MAX_CHUNKS ? (ntimes) : MB_CHASE_MAX_CHUNKS)
 MB_WEAK size_t mb_chase_measure(void **start, double chunk_ns, int ntimes, size_t cycle,
                                 double *secs, int *nchunks);
