@@ -341,30 +341,9 @@ MB_FAMILY_HOOKS(daxpy);
 MB_WEAK void mb_chase_chase(mb_arrays_t *A);
 MB_WEAK int mb_chase_run(mb_run_ctx_t *ctx);
 MB_WEAK extern const mb_famopt_t mb_chase_options[];
-/* Chain builders and checks (chase.c; also used by loaded.c and the tests).
- * Lines are line_bytes apart from base; every line holds one pointer (at
- * its start) to the next line of the cycle. */
+/* The chase kernel: `loads` dependent loads from p; returns the end pointer.
+ * The cycles it follows are built and checked in chase_cycle.h. */
 MB_WEAK void *mb_kern_chase_chase(void *p, size_t loads);
-MB_WEAK size_t mb_chase_line_bytes(void);
-/* Random single cycle over the nl = bytes / line lines at base: lines in
- * random order within groups of group_bytes (whole lines, at least one; 0 =
- * one group: the whole working set), the groups in random order; even lines
- * first, then odd lines (see chase.c).  order[nl] receives the visiting
- * order (line indices).  Returns nl. */
-MB_WEAK size_t mb_chase_build_random(char *base, size_t bytes, size_t line, size_t group_bytes,
-                                     unsigned long long seed, unsigned *order);
-/* Fixed stride: element i at base + i*stride points to element i+1 (the
- * last to the first).  Returns the number of elements. */
-MB_WEAK size_t mb_chase_build_stride(char *base, size_t bytes, size_t stride);
-/* 1 if the pointers at base form exactly the cycle order[0] -> order[1] ->
- * ... -> order[n-1] -> order[0] and order is a permutation of 0..n-1 (so
- * the cycle visits every line exactly once); else 0 with a reason. */
-MB_WEAK int mb_chase_verify_order(const char *base, size_t n, size_t line,
-                                  const unsigned *order, char *why, size_t wlen);
-MB_WEAK int mb_chase_verify_stride(const char *base, size_t n, size_t stride,
-                                   char *why, size_t wlen);
-/* Test only: break the cycle (one line points to itself). */
-MB_WEAK void mb_chase_break(char *base, size_t n, size_t line, const unsigned *order);
 /* Loads per timed chunk so that one chunk takes >= chunk_ns (the probe
  * chases from *start, also the warm-up; *start advances). */
 MB_WEAK size_t mb_chase_calibrate(void **start, double chunk_ns);

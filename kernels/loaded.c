@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "kernels.h"
+#include "chase_cycle.h"
 #include "placement.h"
 #include "timing.h"
 

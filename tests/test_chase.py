@@ -2,10 +2,11 @@
 
 The binaries are built once per module with the pipeline's build command
 (membench.variants.compile_argv).  The permutation itself is checked by a C
-unit test compiled here against kernels/chase.c: it walks the chain pointer by
-pointer, independently of the harness's own verification.  Working sets are
-tiny except the DRAM-sized ones (512 MiB: > 4 x the 105 MiB L3 here, and
-THP pages for the loaded runs so the first touch is quick).
+unit test compiled here against kernels/chase_cycle.c (the builders) and
+kernels/chase.c (the kernel): it walks the chain pointer by pointer,
+independently of the harness's own verification.  Working sets are tiny
+except the DRAM-sized ones (512 MiB: > 4 x the 105 MiB L3 here, and THP
+pages for the loaded runs so the first touch is quick).
 """
 
 import json
@@ -53,6 +54,7 @@ UNIT_TEST = r"""
 #include <stdlib.h>
 #include <string.h>
 #include "kernels.h"
+#include "chase_cycle.h"
 
 static int fail(const char *what, size_t bytes, size_t line, size_t group)
 {
@@ -175,7 +177,8 @@ def test_permutation_is_one_cycle_over_every_line(tmp_path):
     src.write_text(UNIT_TEST)
     exe = tmp_path / "unit"
     cc = subprocess.run(["gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", f"-I{KERNELS}",
-                         str(src), str(KERNELS / "chase.c"), str(KERNELS / "placement.c"),
+                         str(src), str(KERNELS / "chase.c"), str(KERNELS / "chase_cycle.c"),
+                         str(KERNELS / "placement.c"),
                          "-lm", "-o", str(exe)], capture_output=True, text=True)
     assert cc.returncode == 0 and cc.stderr == "", cc.stderr
     proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)

@@ -1,0 +1,180 @@
+/*
+ * The chase's cycles: build them, verify them, break them (for the tests).
+ * Used by the chase family (chase.c), the loaded family (loaded.c) and the
+ * C unit test in tests/test_chase.py.
+ *
+ * Random cycle: the working set is cut into groups of group_bytes, the
+ * groups are visited in random order and inside a group its lines in random
+ * order.  The cycle is split in two passes, even lines then odd lines (of
+ * every 128-byte pair), each with its own random group order: the
+ * adjacent-line ("buddy") prefetcher's pair line is then not used until
+ * half a working set later, i.e. it is evicted again at DRAM-sized working
+ * sets and cannot turn half of the misses into cache hits.
+ * Verification checks the visiting order is a permutation and every pointer
+ * leads to the next line of that order: one cycle through every line.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels.h"
+#include "chase_cycle.h"
+
+#define CHASE_PAGE 4096
+
+/* ----------------------------------------------------------- utilities */
+
+size_t mb_chase_line_bytes(void)
+{
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size", "r");
+    long v = 0;
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = 0;
+        fclose(f);
+    }
+    /* a power of two that can hold a pointer and divides a page */
+    if (v < (long)sizeof(void *) || v > CHASE_PAGE || (v & (v - 1)) != 0)
+        v = 64;
+    return (size_t)v;
+}
+
+static unsigned long long splitmix64(unsigned long long *s)
+{
+    unsigned long long z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* uniform in [0, n) (n > 0), Lemire's multiply-shift, rejection-free enough
+ * for permutations (bias < n / 2^64) */
+static size_t rnd_below(unsigned long long *s, size_t n)
+{
+    return (size_t)(((unsigned __int128)splitmix64(s) * n) >> 64);
+}
+
+static void shuffle(unsigned *a, size_t n, unsigned long long *s)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = rnd_below(s, i);
+        unsigned t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
+}
+
+/* --------------------------------------------------------- the builders */
+
+size_t mb_chase_build_random(char *base, size_t bytes, size_t line, size_t group_bytes,
+                             unsigned long long seed, unsigned *order)
+{
+    size_t nl = bytes / line;
+    if (nl == 0)
+        return 0;
+    size_t lpg = group_bytes ? group_bytes / line : nl; /* lines per group */
+    if (lpg == 0)
+        lpg = 1;
+    if (lpg > nl)
+        lpg = nl;
+    size_t ng = (nl + lpg - 1) / lpg; /* the last group may be partial */
+    unsigned *gorder = malloc(sizeof(unsigned) * ng);
+    if (!gorder)
+        return 0;
+    unsigned long long s = seed ^ ((unsigned long long)bytes * 0xD1B54A32D192ED03ULL);
+    size_t k = 0;
+    /* two passes, even lines then odd lines (nl == 1: one line, pass 0) */
+    for (unsigned pass = 0; pass < 2; pass++) {
+        for (size_t g = 0; g < ng; g++)
+            gorder[g] = (unsigned)g;
+        shuffle(gorder, ng, &s);
+        for (size_t gi = 0; gi < ng; gi++) {
+            size_t lo = (size_t)gorder[gi] * lpg, hi = lo + lpg < nl ? lo + lpg : nl;
+            size_t start = k;
+            /* the lines of this pass's parity (by address: the 128-byte pairs) */
+            for (size_t l = lo + ((lo & 1) != pass); l < hi; l += 2)
+                order[k++] = (unsigned)l;
+            shuffle(order + start, k - start, &s);
+        }
+    }
+    free(gorder);
+    for (size_t i = 0; i < nl; i++)
+        *(char **)(base + (size_t)order[i] * line) =
+            base + (size_t)order[i + 1 < nl ? i + 1 : 0] * line;
+    return nl;
+}
+
+size_t mb_chase_build_stride(char *base, size_t bytes, size_t stride)
+{
+    size_t n = bytes / stride;
+    if (n == 0 && bytes >= sizeof(void *))
+        n = 1;
+    for (size_t i = 0; i < n; i++)
+        *(char **)(base + i * stride) = base + (i + 1 < n ? i + 1 : 0) * stride;
+    return n;
+}
+
+int mb_chase_verify_order(const char *base, size_t n, size_t line, const unsigned *order,
+                          char *why, size_t wlen)
+{
+    if (n == 0) {
+        snprintf(why, wlen, "validation failed: empty cycle");
+        return 0;
+    }
+    uint64_t *seen = calloc((n + 63) / 64, sizeof(uint64_t));
+    if (!seen) {
+        snprintf(why, wlen, "validation failed: out of memory for the visited bitmap");
+        return 0;
+    }
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) {
+        size_t l = order[i];
+        if (l >= n || (seen[l / 64] >> (l % 64) & 1)) {
+            snprintf(why, wlen, "validation failed: visiting order is not a permutation "
+                                "(step %zu: line %zu %s)", i, l, l >= n ? "out of range"
+                                                                       : "visited twice");
+            ok = 0;
+        }
+        seen[l / 64] |= 1ULL << (l % 64);
+    }
+    free(seen);
+    for (size_t i = 0; i < n && ok; i++) {
+        const char *want = base + (size_t)order[i + 1 < n ? i + 1 : 0] * line;
+        const char *got = *(char *const *)(base + (size_t)order[i] * line);
+        if (got != want) {
+            long long gl = (got >= base && got < base + n * line) ? (long long)((got - base) / (ptrdiff_t)line) : -1;
+            snprintf(why, wlen, "validation failed: the cycle is broken at step %zu of %zu: "
+                                "line %u points to line %lld, expected %zu", i, n, order[i], gl,
+                     (size_t)order[i + 1 < n ? i + 1 : 0]);
+            ok = 0;
+        }
+    }
+    return ok;
+}
+
+int mb_chase_verify_stride(const char *base, size_t n, size_t stride, char *why, size_t wlen)
+{
+    if (n == 0) {
+        snprintf(why, wlen, "validation failed: empty cycle");
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *want = base + (i + 1 < n ? i + 1 : 0) * stride;
+        if (*(char *const *)(base + i * stride) != want) {
+            snprintf(why, wlen, "validation failed: the stride cycle is broken at element "
+                                "%zu of %zu", i, n);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void mb_chase_break(char *base, size_t n, size_t line, const unsigned *order)
+{
+    if (n == 0)
+        return;
+    size_t l = order ? order[n / 2] : n / 2;
+    char *p = base + l * line;
+    *(char **)p = n > 1 ? p : p + 1; /* a self loop: the cycle ends early */
+}

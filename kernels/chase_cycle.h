@@ -1,0 +1,37 @@
+/*
+ * The chase's cycles (chase_cycle.c): built and checked for the chase and
+ * loaded families and the tests.  Lines are line_bytes apart from base;
+ * every line holds one pointer (at its start) to the next line of the cycle.
+ * Declared weak like every family function in kernels.h, so a binary built
+ * with only some family files still links.
+ */
+#ifndef MEMBENCH_CHASE_CYCLE_H
+#define MEMBENCH_CHASE_CYCLE_H
+
+#include <stddef.h>
+
+#include "kernels.h"
+
+/* Cache line bytes (sysfs coherency_line_size; 64 when unreadable or odd). */
+MB_WEAK size_t mb_chase_line_bytes(void);
+/* Random single cycle over the nl = bytes / line lines at base: lines in
+ * random order within groups of group_bytes (whole lines, at least one; 0 =
+ * one group: the whole working set), the groups in random order; even lines
+ * first, then odd lines (see chase_cycle.c).  order[nl] receives the visiting
+ * order (line indices).  Returns nl. */
+MB_WEAK size_t mb_chase_build_random(char *base, size_t bytes, size_t line, size_t group_bytes,
+                                     unsigned long long seed, unsigned *order);
+/* Fixed stride: element i at base + i*stride points to element i+1 (the
+ * last to the first).  Returns the number of elements. */
+MB_WEAK size_t mb_chase_build_stride(char *base, size_t bytes, size_t stride);
+/* 1 if the pointers at base form exactly the cycle order[0] -> order[1] ->
+ * ... -> order[n-1] -> order[0] and order is a permutation of 0..n-1 (so
+ * the cycle visits every line exactly once); else 0 with a reason. */
+MB_WEAK int mb_chase_verify_order(const char *base, size_t n, size_t line,
+                                  const unsigned *order, char *why, size_t wlen);
+MB_WEAK int mb_chase_verify_stride(const char *base, size_t n, size_t stride,
+                                   char *why, size_t wlen);
+/* Test only: break the cycle (one line points to itself). */
+MB_WEAK void mb_chase_break(char *base, size_t n, size_t line, const unsigned *order);
+
+#endif
