@@ -181,6 +181,26 @@ static int chunks_for(size_t loads, int ntimes, size_t cycle)
     return (int)(n < cap ? n : cap);
 }
 
+void mb_chase_latency_keys(mb_point_t *pt, const double *kept, int n, double *scratch,
+                           size_t loads, size_t cycle)
+{
+    static const char *const keys[] = {"ns_per_load", "ns_median", "ns_max", "loads",
+                                       "cycle_walks", "chunks_near_best"};
+    if (!kept) {
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+            mb_point_null(pt, keys[i]);
+        return;
+    }
+    double best, med, worst;
+    mb_chunk_stats(kept, n, scratch, &best, &med, &worst);
+    mb_point_dbl(pt, "ns_per_load", best / (double)loads * 1e9);
+    mb_point_dbl(pt, "ns_median", med / (double)loads * 1e9);
+    mb_point_dbl(pt, "ns_max", worst / (double)loads * 1e9);
+    mb_point_int(pt, "loads", (long long)loads);
+    mb_point_dbl(pt, "cycle_walks", (double)loads * n / (double)cycle);
+    mb_point_int(pt, "chunks_near_best", mb_chase_near_best(kept, n));
+}
+
 int mb_chase_near_best(const double *secs, int n)
 {
     double tmin = 1e300;
@@ -274,25 +294,13 @@ int mb_chase_run(mb_run_ctx_t *ctx)
 
     /* memory: one mapping of --size, policy before first touch, touched by
      * the chasing (pinned) thread */
-    mb_mapping_t map;
-    memset(&map, 0, sizeof map);
-    int st = mb_map((mb_pages_kind_t)ctx->pages, size, 1, &map, ctx->reason,
-                    sizeof ctx->reason);
-    if (st == MB_OK)
-        st = mb_policy_apply(map.addr, map.len, ctx->policy, ctx->reason, sizeof ctx->reason);
+    mb_chase_mem_t mem;
+    int st = mb_chase_mem_open(ctx, size, line, &mem);
     if (st != MB_OK)
         return st;
-    char *base = map.addr;
-    memset(base, 0, size);
-    unsigned *order = malloc(sizeof(unsigned) * (size / line));
-    double *secs = malloc(sizeof(double) * (size_t)MB_CHASE_CHUNK_CAP(ctx->ntimes));
-    double *sorted = malloc(sizeof(double) * (size_t)MB_CHASE_CHUNK_CAP(ctx->ntimes));
-    if (!order || !secs || !sorted) {
-        free(order), free(secs), free(sorted);
-        mb_unmap(&map);
-        snprintf(ctx->reason, sizeof ctx->reason, "out of memory for the visiting order");
-        return MB_FAILED;
-    }
+    char *base = mem.map.addr;
+    unsigned *order = mem.order;
+    double *secs = mem.secs, *sorted = mem.sorted;
 
     for (int i = 0; i < ctx->nops; i++) {
         if (!ctx->op_ok[i])
@@ -306,7 +314,7 @@ int mb_chase_run(mb_run_ctx_t *ctx)
             pt.size_bytes = ws[w];
             pt.bytes_per_iter = pt.bytes_per_iter_wa = -1;
             pt.gbps = pt.gbps_mean = pt.gbps_wa = NAN;
-            mb_mapping_t sub = map;
+            mb_mapping_t sub = mem.map;
             sub.used = ws[w];
             pt.maps = &sub;
             pt.nmaps = 1;
@@ -338,12 +346,7 @@ int mb_chase_run(mb_run_ctx_t *ctx)
                 pt.nsecs = nchunks - 1;
                 double best, med, worst;
                 mb_chunk_stats(secs + 1, pt.nsecs, sorted, &best, &med, &worst);
-                mb_point_dbl(&pt, "ns_per_load", best / (double)loads * 1e9);
-                mb_point_dbl(&pt, "ns_median", med / (double)loads * 1e9);
-                mb_point_dbl(&pt, "ns_max", worst / (double)loads * 1e9);
-                mb_point_int(&pt, "loads", (long long)loads);
-                mb_point_dbl(&pt, "cycle_walks", (double)loads * pt.nsecs / (double)n);
-                mb_point_int(&pt, "chunks_near_best", mb_chase_near_best(pt.secs, pt.nsecs));
+                mb_chase_latency_keys(&pt, pt.secs, pt.nsecs, sorted, loads, n);
                 fprintf(stderr, "chase %-6s %12zu bytes: %8.2f ns/load (median %.2f), "
                                 "%d chunks of %zu loads; build+verify %.3f s, timing %.3f s\n",
                         k->op, ws[w], best / (double)loads * 1e9,
@@ -351,12 +354,7 @@ int mb_chase_run(mb_run_ctx_t *ctx)
                         (double)(mb_clock_ns(CLOCK_MONOTONIC) - tt) * 1e-9);
             } else {
                 pt.status = MB_FAILED;
-                mb_point_null(&pt, "ns_per_load");
-                mb_point_null(&pt, "ns_median");
-                mb_point_null(&pt, "ns_max");
-                mb_point_null(&pt, "loads");
-                mb_point_null(&pt, "cycle_walks");
-                mb_point_null(&pt, "chunks_near_best");
+                mb_chase_latency_keys(&pt, NULL, 0, NULL, 0, n);
                 fprintf(stderr, "chase %-6s %12zu bytes: %s\n", k->op, ws[w], pt.reason);
             }
             mb_point_int(&pt, "working_set_bytes", (long long)ws[w]);
@@ -377,9 +375,6 @@ int mb_chase_run(mb_run_ctx_t *ctx)
             ctx->emit(ctx, &pt);
         }
     }
-    free(order);
-    free(secs);
-    free(sorted);
-    mb_unmap(&map);
+    mb_chase_mem_close(&mem);
     return MB_OK;
 }

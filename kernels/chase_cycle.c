@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels.h"
 #include "chase_cycle.h"
@@ -177,4 +178,39 @@ void mb_chase_break(char *base, size_t n, size_t line, const unsigned *order)
     size_t l = order ? order[n / 2] : n / 2;
     char *p = base + l * line;
     *(char **)p = n > 1 ? p : p + 1; /* a self loop: the cycle ends early */
+}
+
+/* ------------------------------------------------------- run memory */
+
+int mb_chase_mem_open(mb_run_ctx_t *ctx, size_t size, size_t line, mb_chase_mem_t *m)
+{
+    memset(m, 0, sizeof *m);
+    int st = mb_map((mb_pages_kind_t)ctx->pages, size, 1, &m->map, ctx->reason,
+                    sizeof ctx->reason);
+    if (st == MB_OK)
+        st = mb_policy_apply(m->map.addr, m->map.len, ctx->policy, ctx->reason,
+                             sizeof ctx->reason);
+    if (st != MB_OK)
+        return st;
+    memset(m->map.addr, 0, size);
+    size_t chunks = (size_t)MB_CHASE_CHUNK_CAP(ctx->ntimes);
+    m->order = malloc(sizeof(unsigned) * (size / line));
+    m->secs = malloc(sizeof(double) * chunks);
+    m->sorted = malloc(sizeof(double) * chunks);
+    if (!m->order || !m->secs || !m->sorted) {
+        mb_chase_mem_close(m);
+        snprintf(ctx->reason, sizeof ctx->reason,
+                 "out of memory for the visiting order and chunk times");
+        return MB_FAILED;
+    }
+    return MB_OK;
+}
+
+void mb_chase_mem_close(mb_chase_mem_t *m)
+{
+    free(m->order);
+    free(m->secs);
+    free(m->sorted);
+    m->order = NULL, m->secs = m->sorted = NULL;
+    mb_unmap(&m->map);
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "kernels.h"
+#include "placement.h"
 
 /* Cache line bytes (sysfs coherency_line_size; 64 when unreadable or odd). */
 MB_WEAK size_t mb_chase_line_bytes(void);
@@ -31,6 +32,20 @@ MB_WEAK int mb_chase_verify_order(const char *base, size_t n, size_t line,
                                   const unsigned *order, char *why, size_t wlen);
 MB_WEAK int mb_chase_verify_stride(const char *base, size_t n, size_t stride,
                                    char *why, size_t wlen);
+/* The memory of one chase run, shared by the chase and loaded families: the
+ * chased mapping (policy applied before first touch, zeroed by the calling
+ * thread, so its pages follow that thread's first touch), the visiting order
+ * (one entry per line) and the chunk-time buffers. */
+typedef struct mb_chase_mem {
+    mb_mapping_t map;
+    unsigned *order; /* size / line entries */
+    double *secs;    /* MB_CHASE_CHUNK_CAP(ntimes) chunk times */
+    double *sorted;  /* scratch of the same size for the chunk statistics */
+} mb_chase_mem_t;
+/* Maps, applies ctx's policy, touches and allocates; MB_OK, or a status
+ * with ctx->reason set and nothing left allocated. */
+MB_WEAK int mb_chase_mem_open(mb_run_ctx_t *ctx, size_t size, size_t line, mb_chase_mem_t *m);
+MB_WEAK void mb_chase_mem_close(mb_chase_mem_t *m);
 /* Test only: break the cycle (one line points to itself). */
 MB_WEAK void mb_chase_break(char *base, size_t n, size_t line, const unsigned *order);
 

@@ -369,6 +369,12 @@ MB_WEAK size_t mb_chase_measure(void **start, double chunk_ns, int ntimes, size_
 /* The group keys of a random-chase record: group_bytes (bytes per group;
  * the working set when group is 0 = full or larger) and group_full. */
 MB_WEAK void mb_chase_group_keys(mb_point_t *pt, size_t group, size_t working_set);
+/* The latency keys of a chase record: ns_per_load (best chunk), ns_median,
+ * ns_max, loads, cycle_walks (kept chunks x loads / cycle lines) and
+ * chunks_near_best from the n kept chunk times of `loads` loads each; every
+ * one null when kept is NULL (nothing valid was timed). */
+MB_WEAK void mb_chase_latency_keys(mb_point_t *pt, const double *kept, int n, double *scratch,
+                                   size_t loads, size_t cycle);
 /* How many of the n chunk times lie within 3 % of their minimum. */
 MB_WEAK int mb_chase_near_best(const double *secs, int n);
 

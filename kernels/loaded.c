@@ -307,12 +307,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
         pt.nsecs = nkeep;
         pt.valid = ok;
         pt.status = ok ? MB_OK : MB_FAILED;
-        mb_point_dbl(&pt, "ns_per_load", ok ? t_min / (double)loads * 1e9 : NAN);
-        mb_point_dbl(&pt, "ns_median", ok ? t_med / (double)loads * 1e9 : NAN);
-        mb_point_dbl(&pt, "ns_max", ok ? t_max / (double)loads * 1e9 : NAN);
-        mb_point_int(&pt, "loads", (long long)loads);
-        mb_point_dbl(&pt, "cycle_walks", (double)loads * nkeep / (double)nl);
-        mb_point_int(&pt, "chunks_near_best", mb_chase_near_best(secs + 1, nkeep));
+        mb_chase_latency_keys(&pt, ok ? secs + 1 : NULL, nkeep, sorted, loads, nl);
         mb_point_int(&pt, "loader_passes_min", minpasses);
         mb_point_dbl(&pt, "window_seconds", window);
         fprintf(stderr, "loaded %-5s delay %lld: chase %.2f ns/load (median %.2f) while %d "
@@ -324,12 +319,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
         pt.valid = st != MB_OK ? -1 : 0;
         if (st != MB_OK)
             snprintf(pt.reason, sizeof pt.reason, "%s", why);
-        mb_point_null(&pt, "ns_per_load");
-        mb_point_null(&pt, "ns_median");
-        mb_point_null(&pt, "ns_max");
-        mb_point_null(&pt, "loads");
-        mb_point_null(&pt, "cycle_walks");
-        mb_point_null(&pt, "chunks_near_best");
+        mb_chase_latency_keys(&pt, NULL, 0, NULL, 0, nl);
         mb_point_null(&pt, "loader_passes_min");
         mb_point_null(&pt, "window_seconds");
         fprintf(stderr, "loaded %-5s: %s\n", k->op, pt.reason);
@@ -386,30 +376,14 @@ int mb_loaded_run(mb_run_ctx_t *ctx)
         return st;
 
     /* the chase memory: mapped and first-touched by thread 0 (the caller) */
-    mb_mapping_t map;
-    memset(&map, 0, sizeof map);
-    st = mb_map((mb_pages_kind_t)ctx->pages, size, 1, &map, ctx->reason, sizeof ctx->reason);
-    if (st == MB_OK)
-        st = mb_policy_apply(map.addr, map.len, ctx->policy, ctx->reason, sizeof ctx->reason);
+    mb_chase_mem_t mem;
+    st = mb_chase_mem_open(ctx, size, line, &mem);
     if (st != MB_OK)
         return st;
-    memset(map.addr, 0, size);
     size_t nl = size / line;
-    unsigned *order = malloc(sizeof(unsigned) * nl);
-    double *secs = malloc(sizeof(double) * (size_t)MB_CHASE_CHUNK_CAP(ctx->ntimes));
-    double *sorted = malloc(sizeof(double) * (size_t)MB_CHASE_CHUNK_CAP(ctx->ntimes));
-    if (!order || !secs || !sorted) {
-        free(order), free(secs), free(sorted);
-        mb_unmap(&map);
-        snprintf(ctx->reason, sizeof ctx->reason, "out of memory");
-        return MB_FAILED;
-    }
     for (int i = 0; i < ctx->nops && st == MB_OK; i++)
         if (ctx->op_ok[i])
-            st = one_op(ctx, ctx->ops[i], &map, order, nl, line, secs, sorted);
-    free(order);
-    free(secs);
-    free(sorted);
-    mb_unmap(&map);
+            st = one_op(ctx, ctx->ops[i], &mem.map, mem.order, nl, line, mem.secs, mem.sorted);
+    mb_chase_mem_close(&mem);
     return st;
 }
