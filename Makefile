@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CORES  ?= all
 CONFIG ?= config/config.yaml
 
-.PHONY: run test bench lint system-deps test-deps clean
+.PHONY: run status test bench lint system-deps test-deps clean
 
 # System packages come from Debian's apt; only what is missing is installed.
 system-deps:
@@ -32,9 +32,16 @@ $(STAMP): requirements.txt requirements-dev.txt requirements.lock
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c requirements.lock
 	touch $@
 
+# Snakemake starts with SIGINT and SIGQUIT at their defaults, even where make
+# was started in a shell's background (which ignores them, and a shell cannot
+# undo that): Ctrl-C and kill -INT then stop it (README, "Stopping and resuming").
 run: system-deps $(STAMP)
-	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
+	env --default-signal=INT,QUIT,TERM $(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
 	@echo "Report: $(abspath results/report.html)"
+
+# Progress of a run (also while it goes on): repetitions stored, time left.
+status: $(STAMP)
+	$(BIN)/python workflow/scripts/study_status.py --configfile $(CONFIG)
 
 test: system-deps test-deps $(STAMP)
 	$(BIN)/pytest -q tests
@@ -49,6 +56,7 @@ bench: system-deps $(STAMP)
 	$(BIN)/python bench/oversize_skip.py
 	$(BIN)/python bench/figures_only.py
 	$(BIN)/python bench/compare_multichase.py
+	$(BIN)/python bench/pipeline_overhead.py
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint

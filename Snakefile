@@ -28,6 +28,12 @@ include: "workflow/rules/analyse.smk"
 include: "workflow/rules/report.smk"
 
 
+# Snakemake alone never stops a running job (SIGTERM waits for it, SIGINT
+# relies on a terminal); membench.stopping says why and what this does.
+onstart:
+    stopping.stop_measurements_on_signal(marker=MEASURE_ROUND.name)
+
+
 rule all:
     default_target: True
     input:

@@ -125,7 +125,7 @@ def test_every_job_ran_through_slurm(slurm_run):
 
 def test_each_system_is_built_probed_and_measured_on_its_own_nodes(slurm_run):
     for system, where in SYSTEMS.items():
-        for rule in ("build_kernel", "probe_system", "measure"):
+        for rule in ("build_kernel", "probe_system", "measure_round"):
             jobs = jobs_of(slurm_run, rule, system)
             assert jobs, f"no SLURM job of {rule} for {system}"
             for job in jobs:
@@ -137,7 +137,7 @@ def test_each_system_is_built_probed_and_measured_on_its_own_nodes(slurm_run):
 def test_every_measure_record_came_from_a_whole_node_job(slurm_run):
     found = records(slurm_run)
     assert {r["system"] for r in found} == set(SYSTEMS)
-    measure_jobs = {j["JobId"]: j for j in jobs_of(slurm_run, "measure")}
+    measure_jobs = {j["JobId"]: j for j in jobs_of(slurm_run, "measure_round")}
     for record in found:
         job = measure_jobs.get(str(record["slurm_job_id"]))
         assert job, f"record of {record['system']} {record['cell']} came from no measure job: {record['slurm_job_id']}"
@@ -170,3 +170,13 @@ def test_analysis_runs_in_the_submitting_snakemake(slurm_run):
     """collect/analyse/plot/report are local rules: no SLURM job of theirs."""
     for rule in ("collect_runs", "analyse_measurements", "plot_figure", "render_report"):
         assert not [j for j in slurm_run["jobs"] if j.get("Comment", "").startswith(f"rule_{rule}")], rule
+
+
+def test_one_slurm_job_per_round_not_per_repetition(slurm_run):
+    """Each system's measurements of one round share one allocation."""
+    for system in SYSTEMS:
+        jobs = jobs_of(slurm_run, "measure_round", system)
+        assert len(jobs) == CONFIG["repeats"], [j["Comment"] for j in jobs]
+        found = [r for r in records(slurm_run) if r["system"] == system]
+        assert len({r["cell"] for r in found}) == 2
+        assert {str(r["slurm_job_id"]) for r in found} == {j["JobId"] for j in jobs}

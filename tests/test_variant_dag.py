@@ -66,7 +66,7 @@ def test_hyphenated_variants_run_for_real(tmp_path, venv_bin):
     ]
     previous = os.umask(0o022)  # the common default: results must come out 0644
     try:
-        out = snakemake(workdir, venv_bin, "--until", "measure")  # no report: only the runs matter here
+        out = snakemake(workdir, venv_bin, "--until", "measure_round")  # no report: only the runs matter here
     finally:
         os.umask(previous)
     assert "Rule: render_report" not in out.stdout + out.stderr

@@ -33,6 +33,7 @@ TINY = {
 }
 # Measurement processes (run files) of the config above, per experiment.
 RUNS = {"tiny": 2 * 2 * 2, "unrunnable": 1, "ladder": 2, "lat": 1, "load": 2}
+ROUNDS = 2  # one measure job per repetition index: the most repeats of any cell
 SECTIONS = [
     "provenance", "machine", "experiment-tiny", "experiment-unrunnable", "experiment-ladder", "experiment-lat",
     "experiment-load", "concurrency", "cells", "problems", "config",
@@ -76,7 +77,10 @@ def test_every_cell_and_repeat_has_its_records(workflow):
     workdir, first = workflow
     files = run_files(workdir)
     assert len(files) == sum(RUNS.values())
-    assert ran(first, "measure") == len(files)
+    assert ran(first, "measure_round") == ROUNDS
+    manifests = [json.loads(p.read_text()) for p in sorted((workdir / "results/testbox/rounds").glob("r*.json"))]
+    assert sorted(f for m in manifests for f in m["measured"]) == sorted(files)
+    assert sorted(f for m in manifests for f in m["runs"]) == sorted(files)
     records = [r for f in files for r in read_jsonl(workdir / f)]
     assert all(contract_problems(r) == [] for r in records)
     by_experiment = {e: [r for r in records if r["experiment"] == e] for e in RUNS}
@@ -174,7 +178,7 @@ def test_a_commit_that_touches_no_kernel_or_rule_remeasures_nothing(workflow, ve
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "docs"], check=True)
     plan = snakemake(workdir, venv_bin, "--dry-run")
-    for rule in ("measure", "build_kernel", "probe_system", "collect_runs"):
+    for rule in ("measure_round", "build_kernel", "probe_system", "collect_runs"):
         assert planned(plan, rule) == 0, plan.stdout
 
 
@@ -184,14 +188,17 @@ def test_config_edit_measures_only_new_cells(workflow, venv_bin):
     config = json.loads(json.dumps(TINY))
     config["experiments"]["tiny"]["threads"].append(2)  # a new thread count
     config["experiments"]["tiny"]["repeats"] = 3  # one more repeat everywhere
+    config["experiments"]["ladder"]["ntimes"] = 4  # a knob outside the cell's name
     (workdir / "tiny.yaml").write_text(yaml.safe_dump(config))
     out = snakemake(workdir, venv_bin)
     after = run_files(workdir)
     new = set(after) - set(before)
     # new cells (threads 2 x 2 affinities) x 3 repeats + the 4 old cells' third repeat
     assert len(new) == 2 * 3 + 4
-    assert ran(out, "measure") == len(new)
-    assert all(after[f] == before[f] for f in before), "an old measurement was redone"
+    assert ran(out, "measure_round") == 3  # rounds 0 and 1 gained cells, round 2 is new
+    redone = {f for f in before if after[f] != before[f]}
+    assert redone == {f for f in before if "/ladder/" in f}, "only the edited knob's cells are measured again"
+    assert {r["ntimes"] for f in redone for r in read_jsonl(workdir / f)} == {4}
     assert ran(out, "render_report") == 1
     assert ran(out, "build_kernel") == 0 and ran(out, "probe_system") == 0
 
@@ -204,7 +211,7 @@ def test_figures_only_rebuilds_the_report_without_measuring(workflow, venv_bin):
     subprocess.run(["rm", "-rf", str(workdir / "bin")], check=True)
     (workdir / "results" / "report.html").unlink()
     out = snakemake(workdir, venv_bin, "--config", "figures_only=True")
-    for rule in ("measure", "build_kernel", "probe_system"):
+    for rule in ("measure_round", "build_kernel", "probe_system"):
         assert ran(out, rule) == 0, rule
     assert ran(out, "render_report") == 1
     assert run_files(workdir) == before

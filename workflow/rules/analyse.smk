@@ -1,6 +1,6 @@
 rule collect_runs:
     input:
-        runs=run_files,
+        runs=stored_runs,
         topology="results/{system}/topology.json",
         code=PACKAGE_SOURCES,
     output:

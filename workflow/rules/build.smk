@@ -15,10 +15,8 @@ rule build_kernel:
     conda:
         "../../envs/build.yaml"
     resources:
+        **slurm_resources(),
         machine=1,
-        slurm_partition=slurm_setting("partition"),
-        constraint=slurm_setting("constraint"),
-        slurm_account=slurm_setting("account"),
     params:
         cflags=lambda wildcards: variants.compile_flags(
             VARIANTS, wildcards.kernel, wildcards.variant

@@ -1,17 +1,27 @@
 # Validation and input functions only; no rules here.
 import hashlib
 import json
+import shlex
 import subprocess
 import sys
 
 from snakemake.exceptions import WorkflowError
+from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from membench import __version__, figures, matrix, variants  # noqa: E402
+from membench import (
+    __version__,
+    figure_kinds,
+    matrix,
+    rounds,
+    stopping,
+    variants,
+)  # noqa: E402
 
 KERNEL_DIR = REPO / "kernels"
-VARIANTS = variants.load_variants(KERNEL_DIR / "variants.yaml")
+VARIANTS_FILE = KERNEL_DIR / "variants.yaml"
+VARIANTS = variants.load_variants(VARIANTS_FILE)
 if not config:
     raise WorkflowError(
         "no config: run with --configfile config/config.yaml (profiles/default "
@@ -23,7 +33,6 @@ try:
     )
 except matrix.ConfigError as error:
     raise WorkflowError(str(error)) from None
-CELLS_BY_ID = {cell.id: cell for cell in CELLS}
 SYSTEMS = matrix.system_names(CONFIG)
 EXPERIMENTS = list(CONFIG["experiments"])
 FIGURES_ONLY = CONFIG["figures_only"]
@@ -31,8 +40,7 @@ FIGURES_ONLY = CONFIG["figures_only"]
 
 wildcard_constraints:
     system=r"[A-Za-z0-9][A-Za-z0-9._-]*",
-    cell=r"[a-z][a-z0-9_]*/[^/]+/[^/]+",
-    repeat=r"[0-9]+",
+    round=r"[0-9]+",
     experiment=r"[a-z][a-z0-9_]*",
     kind=r"[a-z]+",
 
@@ -44,55 +52,45 @@ PACKAGE_SOURCES = sorted(
 )
 
 
-def run_files(wildcards):
-    """Every repetition file of every cell of one system; in figures-only
-    mode, those of them that are stored."""
-    files = [
-        f"results/{wildcards.system}/runs/{cell.id}/r{repeat}.jsonl"
-        for cell in CELLS
-        for repeat in range(cell.repeats)
+ROUNDS = rounds.round_count(CELLS)
+ROUND_INPUTS = rounds.RoundInputs(CONFIG, CELLS)
+MEASURE_ROUND = REPO / "workflow" / "scripts" / "measure_round.py"
+# The measure job's command: its rule's conda env under --sdm conda, else
+# the interpreter running Snakemake (a shell job's PATH may lack the venv).
+MEASURE_COMMAND = shlex.join(
+    [
+        (
+            "python"
+            if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+            else sys.executable
+        ),
+        str(MEASURE_ROUND),
+        "--variants",
+        str(VARIANTS_FILE),
     ]
-    return [f for f in files if Path(f).exists()] if FIGURES_ONLY else files
+)
 
 
-def cell_binary(wildcards):
-    cell = CELLS_BY_ID[wildcards.cell]
-    return f"bin/{wildcards.system}/{cell.kernel}-{cell.variant}"
+def stored_runs(wildcards):
+    """What collect_runs reads for one system: the round manifests (each
+    lists its repetition files); in figures-only mode, the repetition files
+    that are stored."""
+    if not FIGURES_ONLY:
+        return [f"results/{wildcards.system}/rounds/r{k}.json" for k in range(ROUNDS)]
+    files = (
+        rounds.run_path(f"results/{wildcards.system}/runs", cell, k)
+        for cell in CELLS
+        for k in range(cell.repeats)
+    )
+    return [f for f in files if Path(f).exists()]
 
 
-def measure_request(wildcards):
-    """The harness request of one repetition: every knob the measurement
-    depends on, so that Snakemake reruns exactly the cells whose knobs changed."""
-    cell = CELLS_BY_ID[wildcards.cell]
-    return {
-        "system": wildcards.system,
-        "kernel": cell.kernel,
-        "variant": cell.variant,
-        "ops": (
-            (cell.load_op,)
-            if cell.kernel == "loaded"
-            else tuple(VARIANTS["families"][cell.kernel]["ops"])
-        ),
-        "threads": cell.threads,
-        "affinity": cell.affinity,
-        "policy": cell.policy,
-        "pages": (
-            variants.declared_pages(VARIANTS, cell.kernel, cell.variant)
-            if cell.pages == "variant"
-            else cell.pages
-        ),
-        "pages_requested": cell.pages,
-        "init": cell.init,
-        "size": cell.size,
-        "ntimes": cell.ntimes,
-        "prefetch_distance": cell.prefetch_distance,
-        "features": variants.features(VARIANTS, cell.kernel, cell.variant),
-        "load_delay": cell.load_delay,
-        "sweep_from": cell.sweep_from,
-        "points_per_octave": cell.points_per_octave,
-        "chase_group": cell.chase_group,
-        "repeat": int(wildcards.repeat),
-    }
+def round_binaries(wildcards):
+    return ROUND_INPUTS.binaries(int(wildcards.round), f"bin/{wildcards.system}")
+
+
+def round_study(wildcards):
+    return ROUND_INPUTS.study(int(wildcards.round))
 
 
 def report_figures():
@@ -100,7 +98,7 @@ def report_figures():
     return [
         f"results/figures/{name}-{kind}.svg"
         for name, experiment in CONFIG["experiments"].items()
-        for kind in figures.kinds_for(experiment)
+        for kind in figure_kinds.kinds_for(experiment)
     ]
 
 
@@ -113,21 +111,23 @@ localrules:
     render_report,
 
 
-def slurm_setting(key):
-    """The SLURM setting `key` (partition, constraint, account) of the job's
-    system from the config's `systems:` map, or None (the cluster's default).
-    Only the SLURM executor reads these resources (profiles/slurm)."""
+def slurm_resources():
+    """The SLURM resources (partition, constraint, account) of a job's
+    system from the config's `systems:` map; only those some system sets,
+    so a local run does not evaluate three functions per job. Only the
+    SLURM executor reads them (profiles/slurm)."""
+    names = {
+        "partition": "slurm_partition",
+        "constraint": "constraint",
+        "account": "slurm_account",
+    }
+    systems = CONFIG.get("systems") or {}
+    used = {key for settings in systems.values() for key in (settings or {})}
 
-    def setting(wildcards):
-        return CONFIG.get("systems", {}).get(wildcards.system, {}).get(key) or None
+    def setting(key):
+        return lambda wildcards: systems.get(wildcards.system, {}).get(key) or None
 
-    return setting
-
-
-def measure_priority(wildcards):
-    return matrix.shuffle_priority(
-        wildcards.cell, int(wildcards.repeat), CONFIG["shuffle_seed"]
-    )
+    return {name: setting(key) for key, name in names.items() if key in used}
 
 
 def provenance():

@@ -1,26 +1,30 @@
-# One job per repetition of a cell: a separate process each time (placement
-# varies run to run), adding a repeat measures only the new repetition, and
-# an interrupted run keeps every repetition already written. The machine=100
-# resource (limit 100 in profiles/default) keeps measurements from ever
-# overlapping each other or any other job.
-rule measure:
+# One job per round: repetition k of every cell of a system, measured one
+# after the other in a shuffled order, each repetition a separate harness
+# process whose file (results/<system>/runs/<cell>/r<k>.jsonl) is written
+# atomically as soon as it is measured. The job's output is the round's
+# manifest; the repetition files are not outputs, so Snakemake never deletes
+# one, and the job keeps those already stored for the same request: adding
+# a repeat, a cell or rerunning after an interruption measures only what is
+# missing. The machine=100 resource (limit 100 in profiles/default) keeps
+# measurements from ever overlapping each other or any other job. A plain
+# command, not a script: no Snakemake starts inside the job.
+rule measure_round:
     input:
-        binary=cell_binary,
+        binaries=round_binaries,
         topology="results/{system}/topology.json",
     output:
-        "results/{system}/runs/{cell}/r{repeat}.jsonl",
+        "results/{system}/rounds/r{round}.json",
     log:
-        "logs/measure/{system}/{cell}/r{repeat}.log",
-    priority: measure_priority
+        "logs/measure_round/{system}/r{round}.log",
     conda:
         "../../envs/python.yaml"
     resources:
+        **slurm_resources(),
         machine=100,
-        slurm_partition=slurm_setting("partition"),
-        constraint=slurm_setting("constraint"),
-        slurm_account=slurm_setting("account"),
     params:
-        request=measure_request,
-        experiment=lambda wildcards: CELLS_BY_ID[wildcards.cell].experiment,
-    script:
-        "../scripts/measure_cell.py"
+        # What Snakemake tracks: the round's experiments (rounds.round_study).
+        study=round_study,
+        command=MEASURE_COMMAND,
+    shell:
+        "{params.command} --study {params.study:q} --system {wildcards.system:q} --round {wildcards.round}"
+        " --topology {input.topology:q} --manifest {output:q} --log {log:q} --parent-pid $PPID"

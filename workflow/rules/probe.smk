@@ -7,10 +7,8 @@ rule probe_system:
     conda:
         "../../envs/python.yaml"
     resources:
+        **slurm_resources(),
         machine=1,
-        slurm_partition=slurm_setting("partition"),
-        constraint=slurm_setting("constraint"),
-        slurm_account=slurm_setting("account"),
     params:
         root="/",
     script:

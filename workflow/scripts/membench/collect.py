@@ -81,6 +81,19 @@ def _row(record: dict, texts: dict | None = None) -> dict:
 CHUNK = 5000  # rows per DataFrame before they are joined: dicts cost far more memory than columns
 
 
+def run_files(inputs: list[str]) -> list[str]:
+    """Repetition files from inputs that are repetition files (.jsonl) or
+    round manifests (.json, each listing its round's repetition files)."""
+    files = []
+    for path in inputs:
+        if path.endswith(".json"):
+            with open(path) as fh:
+                files += json.load(fh)["runs"]
+        else:
+            files.append(path)
+    return files
+
+
 def _rows(records, machines: dict[str, Machine]):
     """Table rows with the placement classes of ok records whose system's
     topology is known; the records of one process (one per op) share their
@@ -120,7 +133,7 @@ def collect_runs(inputs: list[str], output: str, topology: str | None = None) ->
     topologies = None
     if topology:
         topologies = {Path(topology).parent.name: json.loads(Path(topology).read_text())}
-    table = records_table((record for _, _, record in _checked(inputs)), topologies)
+    table = records_table((record for _, _, record in _checked(run_files(inputs))), topologies)
     write_text_atomic(Path(output), table.to_csv(index=False))
     return table
 

@@ -29,6 +29,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from membench.collect import read_measurements  # noqa: E402
+from membench.figure_kinds import kinds_for  # noqa: E402, F401 (figures.kinds_for)
 from membench.records import write_text_atomic  # noqa: E402
 from membench.matrix import group_text, size_text  # noqa: E402
 from membench.placement import OTHER, figure_classes  # noqa: E402
@@ -364,21 +365,6 @@ def loaded_svg(cells: pd.DataFrame, name: str) -> str:
     ax.legend(fontsize="small")
     fig.tight_layout()
     return to_svg(fig, name)
-
-
-# Figure kinds per kernel family: the ladder replaces the thread scaling for
-# the single-thread read-only versions; latency kernels have their own.
-KINDS = {"readonly": ("ladder",), "chase": ("latency",), "loaded": ("loaded",)}
-DEFAULT_KINDS = ("scaling", "histogram", "placement")
-
-
-def kinds_for(experiment: dict) -> tuple[str, ...]:
-    """The figures of one (validated) experiment; a size sweep adds the
-    bandwidth-vs-size (spill) curve."""
-    kinds = KINDS.get(experiment["kernel"], DEFAULT_KINDS)
-    if experiment["kernel"] not in ("chase", "loaded") and len(experiment.get("size", [])) > 1:
-        kinds = (*kinds, "size")
-    return kinds
 
 
 def data_caches(topology_paths: list[str]) -> dict[str, list[dict]]:

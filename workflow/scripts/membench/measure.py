@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
-import subprocess
+import tempfile
 import time
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from membench import SCHEMA_VERSION, __version__, memory, variants
 from membench.matrix import DEFAULT_CHASE_GROUP
 from membench.records import write_jsonl_atomic
+from membench.stopping import Stopped, run_child
 from membench.topology import parse_cpulist
 
 AUTO_SIZE_FLOOR = 256 * 2**20
@@ -26,6 +30,10 @@ AUTO_SIZE_FLOOR = 256 * 2**20
 BINDING_ENV = ("OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY", "OMP_NUM_THREADS")
 HARNESS_SKIPPED = 3
 VARIANTS_FILE = Path(__file__).resolve().parents[3] / "kernels" / "variants.yaml"
+# A harness ended by one of these was stopped, not broken: no record is
+# written, so that a rerun measures the repetition again. (SIGKILL is not
+# among them: the OOM killer sends it, and that is the cell's failure.)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @dataclass(frozen=True)
@@ -194,27 +202,36 @@ def _placeholder_records(request: Request, resolved: dict, status: str, reason: 
     ]
 
 
-def run_harness(binary: str, request: Request, resolved: dict, log) -> list[dict]:
+def run_harness(binary: str, request: Request, resolved: dict, log, run_process: Callable | None = None) -> list[dict]:
+    """Run the harness (through `run_process`, default run_child: it dies
+    with this process) and turn its output into records."""
     env = {k: v for k, v in os.environ.items() if k not in BINDING_ENV}
     argv = harness_argv(binary, request, resolved)
     log.write(f"$ {' '.join(argv)}\n")
     log.flush()
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
+    # Output to a file, not a pipe: nothing has to drain it while the
+    # runner waits on the harness and on the parent at once.
+    with tempfile.TemporaryFile("w+") as out:
+        returncode = (run_process or run_child)(argv, stdout=out, stderr=log, env=env)
+        out.seek(0)
+        stdout = out.read()
+    if returncode < 0 and -returncode in STOP_SIGNALS:
+        raise Stopped(f"the harness was stopped by {signal.Signals(-returncode).name}")
     records, garbage = [], []
-    for line in proc.stdout.splitlines():
+    for line in stdout.splitlines():
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError:
             garbage.append(line)
     if garbage or not records:
-        why = f"harness exited with code {proc.returncode}"
+        why = f"harness exited with code {returncode}"
         if garbage:
             why += f" and printed non-JSON output: {garbage[0][:200]!r}"
         return _placeholder_records(request, resolved, "failed", why)
-    if proc.returncode not in (0, 1, HARNESS_SKIPPED):
+    if returncode not in (0, 1, HARNESS_SKIPPED):
         for record in records:
             record["status"] = "failed"
-            record["reason"] = record.get("reason") or f"harness exited with code {proc.returncode}"
+            record["reason"] = record.get("reason") or f"harness exited with code {returncode}"
     return records
 
 
@@ -222,16 +239,19 @@ def measure_cell(
     binary: str,
     topology: str,
     output: str,
-    log: str,
+    log,
     *,
     request: Request,
     experiment: str,
     cell_id: str,
     host_root: Path = Path("/"),
     variants_file: Path = VARIANTS_FILE,
+    extra: dict | None = None,
+    run_process: Callable | None = None,
 ) -> list[dict]:
     """Measure one repetition of one cell and write its records atomically.
-    host_root is where /proc and /sys are read for the memory check."""
+    host_root is where /proc and /sys are read for the memory check; `log`
+    is a path or an open text file; `extra` keys join every record."""
     with open(topology) as fh:
         topo = json.load(fh)
     allowed = sorted(os.sched_getaffinity(0))
@@ -246,14 +266,14 @@ def measure_cell(
             policy=resolved["policy"], root=Path(host_root),
         )  # fmt: skip
         skip_reason = fit.skip_reason
-    with open(log, "w") as log_fh:
+    with open(log, "w") if isinstance(log, (str, Path)) else nullcontext(log) as log_fh:
         if fit and fit.note:
             log_fh.write(f"note: {fit.note}\n")
         if skip_reason:
             log_fh.write(f"skipped: {skip_reason}\n")
             records = _placeholder_records(request, resolved, "skipped", skip_reason)
         else:
-            records = run_harness(binary, request, resolved, log_fh)
+            records = run_harness(binary, request, resolved, log_fh, run_process)
     for record in records:
         record.update(fit.record if fit else {})
         # Requested knobs under their contract names; what they resolved to
@@ -279,6 +299,7 @@ def measure_cell(
             # Scheduler context: which job and node measured (None locally).
             slurm_job_id=os.environ.get("SLURM_JOB_ID"),
             node_name=socket.gethostname(),
+            **(extra or {}),
         )
     write_jsonl_atomic(Path(output), records)
     return records

@@ -1,0 +1,222 @@
+"""Rounds: which cells a round measures and in what order, what a rerun
+keeps, and that a stopped measurement stores nothing (without Snakemake)."""
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from membench import matrix, rounds, stopping, variants
+
+VARIANTS = variants.load_variants(REPO / "kernels" / "variants.yaml")
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+TOPOLOGY = {
+    "llc_bytes": 2**20,
+    "cpus": [{"cpu": 0, "node": 0}],
+    "nodes": [{"node": 0, "cpus": [0], "memory_bytes": 2**34, "distances": [10]}],
+}
+
+
+def config_of(repeats=3, threads=(1, 2, 4, 8), ntimes=3):
+    """A validated config and its cells."""
+    config = {
+        "system": "box",
+        "repeats": repeats,
+        "ntimes": ntimes,
+        "experiments": {"e": {"kernel": "stream", "threads": list(threads), "affinity": ["close", "spread"]}},
+    }
+    return matrix.load(config, SCHEMA, VARIANTS)
+
+
+def cells_of(**knobs):
+    return config_of(**knobs)[1]
+
+
+def plan(cells, k=0, system="box"):
+    return rounds.plan_round(cells, system, k, 1, VARIANTS)
+
+
+def test_each_round_holds_every_cell_once_in_its_own_shuffled_order():
+    cells = cells_of()
+    orders = [[c.id for c in rounds.round_cells(cells, k, 1)] for k in range(3)]
+    assert all(sorted(order) == sorted(c.id for c in cells) for order in orders)
+    assert len({tuple(order) for order in orders}) == 3, "every round the same order"
+    assert orders[0] != [c.id for c in cells], "config order"
+    assert orders == [[c.id for c in rounds.round_cells(cells, k, 1)] for k in range(3)]  # deterministic
+
+
+def test_cells_with_fewer_repeats_leave_the_later_rounds():
+    config = {"repeats": 3, "experiments": {"a": {"kernel": "stream"}, "b": {"kernel": "xor", "repeats": 1}}}
+    cells = matrix.load(config, SCHEMA, VARIANTS)[1]
+    assert rounds.round_count(cells) == 3
+    assert {c.experiment for c in rounds.round_cells(cells, 0, 1)} == {"a", "b"}
+    assert {c.experiment for c in rounds.round_cells(cells, 2, 1)} == {"a"}
+
+
+def test_what_snakemake_tracks_per_round_follows_every_knob_and_no_other_round():
+    def study(k=0, **knobs):
+        return rounds.RoundInputs(*config_of(**knobs)).study(k)
+
+    assert study(ntimes=4) != study()  # a knob outside the cell's name
+    assert study(threads=(1, 2, 4, 8, 16)) != study()  # a new cell
+    assert study(k=2, repeats=5) == study(k=2)  # more repeats: new rounds only
+    mixed = {"repeats": 2, "experiments": {"a": {"kernel": "stream"}, "b": {"kernel": "xor", "repeats": 1}}}
+    inputs = rounds.RoundInputs(*matrix.load(mixed, SCHEMA, VARIANTS))
+    assert set(json.loads(inputs.study(0))["experiments"]) == {"a", "b"}
+    assert set(json.loads(inputs.study(1))["experiments"]) == {"a"}
+    assert inputs.binaries(1, "bin/x") == ["bin/x/stream-default"]
+
+
+def test_the_job_plans_from_its_study_what_the_config_plans():
+    """The measure job gets only its round's study; its plan is the one the
+    whole config gives (same cells, same order, same requests)."""
+    config, cells = config_of(repeats=3)
+    for k in range(3):
+        study = json.loads(rounds.RoundInputs(config, cells).study(k))
+        from_study = rounds.plan_round(rounds.study_cells(study, k, VARIANTS), "box", k, study["shuffle_seed"], VARIANTS)
+        from_config = rounds.plan_round(cells, "box", k, config["shuffle_seed"], VARIANTS)
+        assert [c.id for c in from_study.cells] == [c.id for c in from_config.cells]
+        assert from_study.requests == from_config.requests and from_study.digest == from_config.digest
+
+
+def fake_harness(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+@pytest.fixture
+def bench(tmp_path):
+    """A round of 4 cells with a fake harness that counts its starts."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    starts = tmp_path / "starts"
+    fake_harness(bin_dir / "stream-default", f'echo x >> {starts}; echo \'{{"status": "ok", "affinity": "close"}}\'')
+    topology = tmp_path / "topology.json"
+    topology.write_text(json.dumps(TOPOLOGY))
+    old = time.time() - 100  # inputs older than anything measured
+    for p in (bin_dir / "stream-default", topology):
+        os.utime(p, (old, old))
+
+    def run(cells, k=0):
+        with open(tmp_path / "log", "a") as log:
+            return rounds.measure_round(
+                plan(cells, k), topology=str(topology), bin_dir=str(bin_dir), runs_dir=str(tmp_path / "runs"), log=log
+            )
+
+    def started():
+        return len(starts.read_text().splitlines()) if starts.exists() else 0
+
+    return run, started, bin_dir / "stream-default"
+
+
+def test_a_rerun_keeps_what_is_stored_and_measures_what_changed(bench):
+    run, started, binary = bench
+    cells = cells_of(threads=(1, 2))
+    first = run(cells)
+    assert len(first["measured"]) == len(cells) == started() == 4
+    again = run(cells)
+    assert again["measured"] == [] and sorted(again["kept"]) == sorted(first["runs"]) and started() == 4
+    # ntimes changed: every request changed, all measured again
+    assert len(run(cells_of(threads=(1, 2), ntimes=5))["measured"]) == 4
+    # a new cell: only it
+    grown = run(cells_of(threads=(1, 2, 4), ntimes=5))
+    assert len(grown["measured"]) == 2 and len(grown["kept"]) == 4
+    # a rebuilt binary is newer than every stored repetition
+    time.sleep(0.01)
+    binary.touch()
+    assert len(run(cells_of(threads=(1, 2, 4), ntimes=5))["measured"]) == 6
+    records = [json.loads(line) for f in grown["runs"] for line in Path(f).read_text().splitlines()]
+    assert len({r["request_digest"] for r in records}) == 6  # one request per repetition
+
+
+def test_a_stopped_harness_stores_nothing_and_what_came_before_stays(bench, tmp_path):
+    run, started, binary = bench
+    cells = cells_of(threads=(1, 2))
+    stored = run(cells)["runs"]
+    before = {f: Path(f).read_bytes() for f in stored}
+    Path(stored[2]).unlink()
+    fake_harness(binary, f"echo x >> {tmp_path / 'starts'}; kill -TERM $$")
+    os.utime(binary, (time.time() - 100,) * 2)  # not a rebuilt binary: only the missing one runs
+    with pytest.raises(stopping.Stopped, match="SIGTERM"):
+        run(cells)
+    assert not Path(stored[2]).exists()
+    assert {f: Path(f).read_bytes() for f in stored if f != stored[2]} == {f: before[f] for f in stored if f != stored[2]}
+    assert not list(Path(stored[2]).parent.glob(".*.tmp"))
+
+
+CHILD_OF_A_PARENT = """
+import os, subprocess, sys, time
+from membench import stopping
+if len(sys.argv) > 1:
+    stopping.watch(int(sys.argv[1]))
+try:
+    stopping.run_child(["sleep", "60"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
+except stopping.Stopped as stop:
+    print("stopped:", stop, flush=True)
+"""
+
+
+def sleeps_of(pid: int) -> list[int]:
+    return [p for p in stopping.descendants(pid) if Path(f"/proc/{p}/comm").read_text().strip() == "sleep"]
+
+
+def wait_for(predicate, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def spawn(*argv, **kwargs):
+    env = {**os.environ, "PYTHONPATH": str(REPO / "workflow" / "scripts")}
+    return subprocess.Popen([sys.executable, "-c", CHILD_OF_A_PARENT, *argv], env=env, **kwargs)
+
+
+def test_the_harness_dies_with_the_process_that_started_it():
+    proc = spawn()
+    assert wait_for(lambda: sleeps_of(proc.pid))
+    sleep = sleeps_of(proc.pid)[0]
+    proc.kill()
+    proc.wait()
+    assert wait_for(lambda: not Path(f"/proc/{sleep}").exists() or "Z" in Path(f"/proc/{sleep}/stat").read_text().split()[2])
+
+
+def test_a_measurement_stops_when_the_watched_process_ends():
+    watched = subprocess.Popen(["sleep", "60"])
+    proc = spawn(str(watched.pid), stdout=subprocess.PIPE, text=True)
+    assert wait_for(lambda: sleeps_of(proc.pid))
+    watched.send_signal(signal.SIGKILL)
+    watched.wait()
+    out, _ = proc.communicate(timeout=10)
+    assert "stopped: Snakemake ended" in out
+    assert not sleeps_of(proc.pid)
+
+
+def test_progress_counts_stored_repetitions_and_takes_the_pace_of_finished_rounds(tmp_path):
+    from membench import progress
+
+    cells = cells_of(repeats=4, threads=(1, 2))  # 4 cells x 4 repeats
+    runs, manifests = tmp_path / "box" / "runs", tmp_path / "box" / "rounds"
+    for cell in cells:
+        for k in range(2):
+            path = Path(rounds.run_path(str(runs), cell, k))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("{}\n")
+    manifests.mkdir(parents=True)
+    for k in range(2):
+        (manifests / f"r{k}.json").write_text(json.dumps({"seconds": 8.0, "measured": ["x"] * 4}))
+    state = progress.system_progress(cells, "box", tmp_path)
+    assert (state.done, state.total) == (8, 16)
+    assert state.seconds_left == 8 * 2.0
+    assert state.line() == "box: 8 of 16 repetitions (50.0 %), about 16 s left"
+    assert "no round finished yet" in progress.system_progress(cells, "other", tmp_path).line()

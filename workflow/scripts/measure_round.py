@@ -1,0 +1,71 @@
+"""One round of measurements (rule measure_round): a plain command, so that
+the job starts no Snakemake of its own; only light imports.
+
+Prints one line per repetition and a closing line with the pace; details go
+to the round's log.
+"""
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+
+from membench import matrix, progress, rounds, stopping, variants
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--study", required=True, help="the round's experiments, as JSON (rounds.round_study)")
+    parser.add_argument("--variants", required=True, help="kernels/variants.yaml")
+    parser.add_argument("--system", required=True)
+    parser.add_argument("--round", type=int, required=True)
+    parser.add_argument("--topology", required=True)
+    parser.add_argument("--bin-dir", help="default bin/SYSTEM")
+    parser.add_argument("--runs-dir", help="default results/SYSTEM/runs")
+    parser.add_argument("--manifest", required=True)
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--parent-pid", type=int, help="stop when this process (Snakemake) ends")
+    return parser.parse_args(argv)
+
+
+def closing_line(manifest: dict, plan: rounds.Plan) -> str:
+    line = (
+        f"{plan.system} round {plan.round_index} done: {len(manifest['measured'])} measured, "
+        f"{len(manifest['kept'])} kept, {progress.duration(manifest['seconds'])}"
+    )
+    if manifest["measured"]:
+        line += f" ({manifest['seconds'] / len(manifest['measured']):.1f} s per measurement)"
+    return line + "; `make status` tells the time left"
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    bin_dir = args.bin_dir or f"bin/{args.system}"
+    runs_dir = args.runs_dir or f"results/{args.system}/runs"
+    # SIGTERM (Snakemake stopping, scancel) unwinds: the harness is killed
+    # and the repetition it was on is not stored.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    if args.parent_pid:
+        stopping.watch(args.parent_pid)
+    study = json.loads(args.study)
+    table = variants.load_variants(Path(args.variants))
+    cells = rounds.study_cells(study, args.round, table)
+    plan = rounds.plan_round(cells, args.system, args.round, study["shuffle_seed"], table)
+    with open(args.log, "a") as log:
+        try:
+            manifest = rounds.measure_round(
+                plan, topology=args.topology, bin_dir=bin_dir, runs_dir=runs_dir, log=log,
+                progress=lambda line: print(line, flush=True),
+            )  # fmt: skip
+        except stopping.Stopped as stop:
+            log.write(f"stopped: {stop}\n")
+            print(f"{plan.system} round {plan.round_index} stopped: {stop}", file=sys.stderr)
+            return 1
+    rounds.write_manifest(args.manifest, manifest)
+    print(closing_line(manifest, plan), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""How far a study has come, from what is stored: repetitions done out of
+the config's total per system, and the time left at the pace of the rounds
+finished so far (their manifests hold how long they took)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from membench import rounds
+from membench.matrix import Cell
+
+
+@dataclass(frozen=True)
+class SystemProgress:
+    system: str
+    done: int
+    total: int
+    seconds_per_repetition: float | None
+
+    @property
+    def seconds_left(self) -> float | None:
+        if self.seconds_per_repetition is None:
+            return None
+        return (self.total - self.done) * self.seconds_per_repetition
+
+    def line(self) -> str:
+        share = 100 * self.done / self.total if self.total else 100.0
+        text = f"{self.system}: {self.done} of {self.total} repetitions ({share:.1f} %)"
+        if self.done == self.total:
+            return text + ", complete"
+        left = self.seconds_left
+        return text + (f", about {duration(left)} left" if left is not None else ", no round finished yet (no pace)")
+
+
+def duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    hours, minutes = divmod(round(seconds / 60), 60)
+    return f"{minutes} min" if hours == 0 else f"{hours} h {minutes} min"
+
+
+def pace(rounds_dir: Path) -> float | None:
+    """Seconds per measured repetition over the finished rounds."""
+    seconds = measured = 0
+    for path in rounds_dir.glob("r*.json"):
+        manifest = json.loads(path.read_text())
+        seconds += manifest.get("seconds", 0)
+        measured += len(manifest.get("measured", []))
+    return seconds / measured if measured else None
+
+
+def system_progress(cells: list[Cell], system: str, results: Path) -> SystemProgress:
+    runs = results / system / "runs"
+    done = sum(
+        1 for cell in cells for k in range(cell.repeats) if Path(rounds.run_path(str(runs), cell, k)).exists()
+    )
+    total = sum(cell.repeats for cell in cells)
+    return SystemProgress(system, done, total, pace(results / system / "rounds"))

@@ -1,0 +1,215 @@
+"""Rounds: repetition k of every cell of one system, measured by one process.
+
+A round is one Snakemake job (one SLURM allocation). It measures its cells
+in a deterministic shuffled order (slow drift of the machine spreads over
+all cells), one harness process per repetition, and writes each
+repetition's file atomically as soon as it is measured. A repetition already
+stored for the same request, and newer than its binary and the topology, is
+kept: a rerun after an interruption, a new cell or a new repeat measures
+only what is missing. The round's manifest (its Snakemake output) lists its
+repetition files; those files are not Snakemake outputs, so Snakemake never
+deletes one, whatever happens to the job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from membench import matrix, variants
+from membench.matrix import Cell
+from membench.measure import Request, measure_cell
+from membench.records import read_jsonl, write_text_atomic
+
+
+def cell_request(cell: Cell, system: str, repeat: int | None, variants_table: dict) -> dict:
+    """The harness request of one repetition: every knob the measurement
+    depends on. Its digest decides whether a stored repetition still holds."""
+    return {
+        "system": system,
+        "kernel": cell.kernel,
+        "variant": cell.variant,
+        "ops": (
+            [cell.load_op]
+            if cell.kernel == "loaded"
+            else list(variants_table["families"][cell.kernel]["ops"])
+        ),
+        "threads": cell.threads,
+        "affinity": cell.affinity,
+        "policy": cell.policy,
+        "pages": (
+            variants.declared_pages(variants_table, cell.kernel, cell.variant)
+            if cell.pages == "variant"
+            else cell.pages
+        ),
+        "pages_requested": cell.pages,
+        "init": cell.init,
+        "size": cell.size,
+        "ntimes": cell.ntimes,
+        "prefetch_distance": cell.prefetch_distance,
+        "features": variants.features(variants_table, cell.kernel, cell.variant),
+        "load_delay": cell.load_delay,
+        "sweep_from": cell.sweep_from,
+        "points_per_octave": cell.points_per_octave,
+        "chase_group": cell.chase_group,
+        "repeat": repeat,
+    }
+
+
+def digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def round_count(cells: list[Cell]) -> int:
+    return max((cell.repeats for cell in cells), default=0)
+
+
+def round_cells(cells: list[Cell], round_index: int, seed: int) -> list[Cell]:
+    """The cells with a repetition `round_index`, in this round's shuffled
+    order (a different order each round, the same on every rerun)."""
+    members = [(cell.id, cell) for cell in cells if cell.repeats > round_index]
+    members.sort(key=lambda entry: (matrix.shuffle_priority(entry[0], round_index, seed), entry[0]))
+    return [cell for _, cell in members]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one round of one system measures, in order; the digest covers
+    every request of the round (the manifest keeps it)."""
+
+    system: str
+    round_index: int
+    cells: list[Cell]
+    requests: list[dict]
+    digest: str
+
+
+def plan_round(cells: list[Cell], system: str, round_index: int, seed: int, variants_table: dict) -> Plan:
+    members = round_cells(cells, round_index, seed)
+    requests = [cell_request(cell, system, round_index, variants_table) for cell in members]
+    return Plan(system, round_index, members, requests, digest([[c.id, r] for c, r in zip(members, requests)]))
+
+
+def round_study(config: dict, round_index: int) -> dict:
+    """What the job of round k is handed (and Snakemake tracks, as a param):
+    the shuffle seed and every experiment with a repetition k, less its
+    repeats. So Snakemake reruns round k exactly when one of its
+    experiments changes or joins it; a new repeat adds a round and changes
+    none of the others."""
+    return {
+        "shuffle_seed": config["shuffle_seed"],
+        "experiments": {
+            name: {key: value for key, value in experiment.items() if key != "repeats"}
+            for name, experiment in config["experiments"].items()
+            if experiment["repeats"] > round_index
+        },
+    }
+
+
+def study_cells(study: dict, round_index: int, variants_table: dict) -> list[Cell]:
+    """The cells of a round from its study (round_study): every cell of
+    each experiment in it."""
+    experiments = {name: {**e, "repeats": round_index + 1} for name, e in study["experiments"].items()}
+    return matrix.expand({"experiments": experiments}, variants_table)
+
+
+class RoundInputs:
+    """Round k's study (as JSON) and binaries, worked out once per set of
+    experiments (those with more than k repeats) rather than per round:
+    Snakemake asks every round of a 1000-round study for both."""
+
+    def __init__(self, config: dict, cells: list[Cell]):
+        self._config, self._cells = config, cells
+        self._thresholds = sorted({cell.repeats for cell in cells})
+        self._cache: dict[int, tuple[dict, list[Cell]]] = {}
+
+    def _members(self, round_index: int) -> tuple[dict, list[Cell]]:
+        key = next((t for t in self._thresholds if t > round_index), 0)
+        if key not in self._cache:
+            study = round_study(self._config, round_index)
+            self._cache[key] = (study, [cell for cell in self._cells if cell.repeats > round_index])
+        return self._cache[key]
+
+    def study(self, round_index: int) -> str:
+        study = self._members(round_index)[0]
+        return json.dumps(study, sort_keys=True)
+
+    def binaries(self, round_index: int, bin_dir: str) -> list[str]:
+        return sorted({binary_path(bin_dir, cell) for cell in self._members(round_index)[1]})
+
+
+def binary_path(bin_dir: str, cell: Cell) -> str:
+    return f"{bin_dir}/{cell.kernel}-{cell.variant}"
+
+
+def run_path(runs_dir: str, cell: Cell, round_index: int) -> str:
+    return f"{runs_dir}/{cell.id}/r{round_index}.jsonl"
+
+
+def is_current(path: Path, request_digest: str, inputs: list[str]) -> bool:
+    """A stored repetition holds when every record carries this request's
+    digest and the file is newer than each input (binary, topology), as
+    Snakemake would judge an output."""
+    try:
+        records = read_jsonl(path)
+        written = path.stat().st_mtime
+        newest_input = max(Path(p).stat().st_mtime for p in inputs)
+    except (OSError, ValueError):
+        return False
+    return bool(records) and all(r.get("request_digest") == request_digest for r in records) and written >= newest_input
+
+
+def measure_round(
+    plan: Plan,
+    *,
+    topology: str,
+    bin_dir: str,
+    runs_dir: str,
+    log,
+    run_harness_process: Callable | None = None,
+    progress: Callable[[str], None] = lambda line: None,
+) -> dict:
+    """Measure every repetition of the round that is not stored yet; return
+    the manifest (every repetition file of the round, which were measured
+    now and which kept)."""
+    measured, kept = [], []
+    started = time.monotonic()
+    for position, (cell, request) in enumerate(zip(plan.cells, plan.requests), start=1):
+        path = run_path(runs_dir, cell, plan.round_index)
+        binary = binary_path(bin_dir, cell)
+        request_digest = digest(request)
+        if is_current(Path(path), request_digest, [binary, topology]):
+            kept.append(path)
+            continue
+        log.write(f"== {cell.id} r{plan.round_index}\n")
+        log.flush()
+        one = time.monotonic()
+        measure_cell(
+            binary, topology, path, log,
+            request=Request(**request), experiment=cell.experiment, cell_id=cell.id,
+            extra={"request_digest": request_digest}, run_process=run_harness_process,
+        )  # fmt: skip
+        measured.append(path)
+        progress(
+            f"{plan.system} round {plan.round_index}: {position}/{len(plan.cells)} "
+            f"{cell.id} ({time.monotonic() - one:.1f} s)"
+        )
+    manifest = {
+        "system": plan.system,
+        "round": plan.round_index,
+        "digest": plan.digest,
+        "runs": [run_path(runs_dir, cell, plan.round_index) for cell in plan.cells],
+        "measured": measured,
+        "kept": kept,
+        "seconds": round(time.monotonic() - started, 3),
+    }
+    return manifest
+
+
+def write_manifest(path: str, manifest: dict) -> None:
+    write_text_atomic(Path(path), json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+

@@ -1,0 +1,36 @@
+"""How far a study has come (`make status CONFIG=...`): per system, the
+repetitions stored out of the config's total and the time left at the pace
+of the rounds finished so far. Reads results/ only; safe while a run goes on.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+from membench import matrix, progress, variants
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--configfile", default=str(REPO / "config" / "config.yaml"))
+    parser.add_argument("--directory", default=".", help="the run directory (holding results/)")
+    args = parser.parse_args(argv)
+    with open(args.configfile) as fh:
+        raw = yaml.safe_load(fh)
+    table = variants.load_variants(REPO / "kernels" / "variants.yaml")
+    try:
+        config, cells = matrix.load(raw, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
+    except matrix.ConfigError as error:
+        print(error, file=sys.stderr)
+        return 2
+    for system in matrix.system_names(config):
+        print(progress.system_progress(cells, system, Path(args.directory) / "results").line())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
