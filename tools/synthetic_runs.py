@@ -248,7 +248,7 @@ def one_run(cell: matrix.Cell, machine: Machine, system: str, repeat: int, clock
 
 
 def run_path(results: Path, system: str, cell: matrix.Cell, repeat: int) -> Path:
-    """Where the pipeline stores a repetition (workflow/rules/common.smk: run_files)."""
+    """Where the pipeline stores a repetition (membench.rounds.run_path)."""
     return results / system / "runs" / cell.id / f"r{repeat}.jsonl"
 
 
