@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from membench import matrix, variants
+from membench import config_checks, matrix, variants
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def schema_path(repo):
 
 
 def load(config, schema_path, table):
-    return matrix.load(config, schema_path, table)
+    return config_checks.load(config, schema_path, table)
 
 
 def test_default_config_is_valid(repo, schema_path, table):
@@ -263,7 +263,7 @@ def _where(path) -> str:
 
 @pytest.mark.parametrize("path", list(_key_paths(FULL)), ids=_where)
 def test_a_value_of_the_wrong_type_anywhere_is_a_listed_problem(path, schema_path, table):
-    schema = matrix.load_schema(schema_path)
+    schema = config_checks.load_schema(schema_path)
     """Never a traceback: the problem names the key, the value and what is
     allowed, whatever type the YAML gave."""
     load(FULL, schema_path, table)  # the unmodified config is valid
@@ -277,7 +277,7 @@ def test_a_value_of_the_wrong_type_anywhere_is_a_listed_problem(path, schema_pat
             parent = parent[key]
         parent[path[-1]] = wrong
         with pytest.raises(matrix.ConfigError) as caught:
-            matrix.validate(config, schema, table)
+            config_checks.validate(config, schema, table)
         where = _where(path)
         inner = wrong.values() if isinstance(wrong, dict) else wrong if isinstance(wrong, list) else ()
         shown = [repr(wrong), *map(repr, inner)]  # a problem may name the value or one of its items

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from membench import matrix, rounds, stopping, variants
+from membench import config_checks, rounds, stopping, variants
 
 VARIANTS = variants.load_variants(REPO / "kernels" / "variants.yaml")
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -32,7 +32,7 @@ def config_of(repeats=3, threads=(1, 2, 4, 8), ntimes=3):
         "ntimes": ntimes,
         "experiments": {"e": {"kernel": "stream", "threads": list(threads), "affinity": ["close", "spread"]}},
     }
-    return matrix.load(config, SCHEMA, VARIANTS)
+    return config_checks.load(config, SCHEMA, VARIANTS)
 
 
 def cells_of(**knobs):
@@ -54,7 +54,7 @@ def test_each_round_holds_every_cell_once_in_its_own_shuffled_order():
 
 def test_cells_with_fewer_repeats_leave_the_later_rounds():
     config = {"repeats": 3, "experiments": {"a": {"kernel": "stream"}, "b": {"kernel": "xor", "repeats": 1}}}
-    cells = matrix.load(config, SCHEMA, VARIANTS)[1]
+    cells = config_checks.load(config, SCHEMA, VARIANTS)[1]
     assert rounds.round_count(cells) == 3
     assert {c.experiment for c in rounds.round_cells(cells, 0, 1)} == {"a", "b"}
     assert {c.experiment for c in rounds.round_cells(cells, 2, 1)} == {"a"}
@@ -68,7 +68,7 @@ def test_what_snakemake_tracks_per_round_follows_every_knob_and_no_other_round()
     assert study(threads=(1, 2, 4, 8, 16)) != study()  # a new cell
     assert study(k=2, repeats=5) == study(k=2)  # more repeats: new rounds only
     mixed = {"repeats": 2, "experiments": {"a": {"kernel": "stream"}, "b": {"kernel": "xor", "repeats": 1}}}
-    inputs = rounds.RoundInputs(*matrix.load(mixed, SCHEMA, VARIANTS))
+    inputs = rounds.RoundInputs(*config_checks.load(mixed, SCHEMA, VARIANTS))
     assert set(json.loads(inputs.study(0))["experiments"]) == {"a", "b"}
     assert set(json.loads(inputs.study(1))["experiments"]) == {"a"}
     assert inputs.binaries(1, "bin/x") == ["bin/x/stream-default"]

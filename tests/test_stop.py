@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from conftest import REPO, copy_workflow
-from membench import matrix, rounds, variants
+from membench import config_checks, rounds, variants
 
 CONFIG = {
     "system": "box",
@@ -74,7 +74,7 @@ def measuring(workdir: Path) -> list[str]:
     """The repetition files that the harnesses running now would write,
     from their --affinity and --repeat."""
     table = variants.load_variants(REPO / "kernels" / "variants.yaml")
-    cells = matrix.load(CONFIG, REPO / "workflow" / "schemas" / "config.schema.yaml", table)[1]
+    cells = config_checks.load(CONFIG, REPO / "workflow" / "schemas" / "config.schema.yaml", table)[1]
     cell_of = {cell.affinity: cell for cell in cells}
     files = []
     for line in processes_in(workdir):

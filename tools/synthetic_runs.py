@@ -35,7 +35,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from membench import SCHEMA_VERSION, matrix, variants  # noqa: E402
+from membench import SCHEMA_VERSION, config_checks, matrix, variants  # noqa: E402
 
 OPS = {"copy": (2, 3), "scale": (2, 3), "add": (3, 4), "triad": (3, 4)}  # arrays moved, with write-allocate
 CORE_GBPS = 11.0  # one thread alone on a core
@@ -270,7 +270,7 @@ def write_study(config_path: Path, machine: Machine, out: Path, system: str, rep
     (out/config.yaml). Returns what was planted: cell id -> plant."""
     config = study_config(config_path, system, repeats)
     table = variants.load_variants(REPO / "kernels" / "variants.yaml")
-    _, cells = matrix.load(config, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
+    _, cells = config_checks.load(config, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
     results = out / "results"
     (results / system).mkdir(parents=True, exist_ok=True)
     (results / system / "topology.json").write_text(json.dumps(machine.topology(), indent=1))

@@ -12,6 +12,7 @@ sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
 from membench import (
     __version__,
+    config_checks,
     figure_kinds,
     matrix,
     rounds,
@@ -28,7 +29,7 @@ if not config:
         "names it; --workflow-profile none or another profile does not)"
     )
 try:
-    CONFIG, CELLS = matrix.load(
+    CONFIG, CELLS = config_checks.load(
         config, REPO / "workflow" / "schemas" / "config.schema.yaml", VARIANTS
     )
 except matrix.ConfigError as error:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from membench import matrix, progress, variants
+from membench import config_checks, matrix, progress, variants
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,7 +23,7 @@ def main(argv=None) -> int:
         raw = yaml.safe_load(fh)
     table = variants.load_variants(REPO / "kernels" / "variants.yaml")
     try:
-        config, cells = matrix.load(raw, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
+        config, cells = config_checks.load(raw, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
     except matrix.ConfigError as error:
         print(error, file=sys.stderr)
         return 2

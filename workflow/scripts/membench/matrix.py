@@ -1,24 +1,19 @@
-"""Config validation and expansion into measurement cells.
+"""The config's grammar and its expansion into measurement cells.
 
-Validation reports every problem at once (key path, offending value, what is
-allowed) before anything runs; expansion turns each named experiment into the
-cross product of its axes, minus its exclusions.
+The axes, sizes and chase groups as the config writes them, and the cells:
+each named experiment is the cross product of its axes, minus its
+exclusions. Validation (every problem at once) is membench.config_checks.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import itertools
 import re
 import socket
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
-import jsonschema
-import yaml
-
-from membench.variants import families, variant_names
+from membench.variants import variant_names
 
 AXES = (
     "variant",
@@ -113,11 +108,6 @@ def _path_safe(value: str) -> str:
     return value.replace(":", "=").replace(",", "+")
 
 
-def load_schema(path: Path) -> dict:
-    with open(path) as fh:
-        return yaml.safe_load(fh)
-
-
 def parse_size(value: int | str) -> int | str:
     """Bytes from an int or a string with a unit; "auto" stays "auto"."""
     if isinstance(value, int) or value == "auto":
@@ -170,269 +160,6 @@ def system_names(config: dict) -> list[str]:
     return [resolve_system_name(config["system"])]
 
 
-def _describe_path(path) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
-    return out or "(top level)"
-
-
-def _schema_at(root: dict, schema_path) -> list[dict]:
-    """Every schema node along a jsonschema error's schema path, resolving
-    local $refs, so the nearest description can explain what is allowed."""
-    nodes, node = [], root
-    for key in schema_path:
-        if isinstance(node, dict) and key not in node and "$ref" in node:
-            node = _resolve_ref(root, node["$ref"])
-        node = node[key]
-        if isinstance(node, dict):
-            nodes.append(node)
-    return nodes
-
-
-def _resolve_ref(root: dict, ref: str) -> dict:
-    node = root
-    for part in ref.removeprefix("#/").split("/"):
-        node = node[part]
-    return node
-
-
-def _explain(error: jsonschema.ValidationError, root: dict) -> list[str]:
-    where = _describe_path(error.absolute_path)
-    if error.validator == "additionalProperties":
-        known = sorted(error.schema.get("properties", {}))
-        return [
-            f"{where}: unknown key {key!r} (value {error.instance[key]!r}); "
-            f"allowed keys: {', '.join(known)}"
-            for key in error.instance
-            if key not in known
-        ]
-    if error.validator == "required":
-        return [f"{where}: {error.message}"]
-    if error.validator == "enum":
-        allowed = ", ".join(str(v) for v in error.validator_value)
-        return [f"{where}: {error.instance!r} is not allowed; allowed: {allowed}"]
-    if error.validator == "minimum":
-        return [f"{where}: {error.instance!r} is not allowed; allowed: >= {error.validator_value}"]
-    if error.validator in ("minItems", "minProperties"):
-        return [f"{where}: {error.instance!r} is empty; give at least {error.validator_value}"]
-    # The deepest schema node says best what this key accepts.
-    nodes = _schema_at(root, error.absolute_schema_path)
-    allowed = next((_allowed(n) for n in reversed(nodes) if _allowed(n)), error.message)
-    if error.validator == "type":
-        got = YAML_TYPES.get(type(error.instance).__name__, type(error.instance).__name__)
-        return [f"{where}: {error.instance!r} is {got}, of the wrong type; allowed: {allowed}"]
-    return [f"{where}: {error.instance!r} is not allowed; allowed: {allowed}"]
-
-
-# What a value of each Python type is called in YAML terms.
-YAML_TYPES = {
-    "list": "a list",
-    "dict": "a mapping",
-    "str": "a string",
-    "int": "an integer",
-    "float": "a number",
-    "bool": "true/false",
-    "NoneType": "empty (null)",
-}
-
-
-def _allowed(node: dict) -> str | None:
-    """What a schema node accepts, in words: its x-allowed hint, its enum,
-    or its type (a list of what its items accept)."""
-    if "x-allowed" in node:
-        return node["x-allowed"]
-    if "enum" in node:
-        return ", ".join(map(str, node["enum"]))
-    kind = node.get("type")
-    if kind == "array":
-        return f"a list of: {_allowed(node.get('items', {})) or 'values'}"
-    if kind == "integer":
-        return "an integer" + (f" >= {node['minimum']}" if "minimum" in node else "")
-    if kind == "boolean":
-        return "true or false"
-    if kind == "object":
-        return "a mapping" + (f" of {', '.join(node['properties'])}" if "properties" in node else "")
-    if kind == "string":
-        return "a single string"
-    return None
-
-
-def _apply_defaults(config: dict, schema: dict) -> dict:
-    config = copy.deepcopy(config)
-    for key, spec in schema["properties"].items():
-        if "default" in spec:
-            config.setdefault(key, copy.deepcopy(spec["default"]))
-    experiment_spec = schema["$defs"]["experiment"]["properties"]
-    for experiment in config["experiments"].values():
-        for key, spec in experiment_spec.items():
-            if "default" in spec:
-                experiment.setdefault(key, copy.deepcopy(spec["default"]))
-        experiment.setdefault("repeats", config["repeats"])
-        experiment.setdefault("ntimes", config["ntimes"])
-    return config
-
-
-# The config key of each axis an exclude entry may name.
-AXIS_KEYS = {axis: "variants" if axis == "variant" else axis for axis in AXES}
-
-
-def _semantic_problems(config: dict, schema: dict, variants_table: dict) -> dict[str, list[str]]:
-    """Checks the schema cannot express (variant names, exclude entries,
-    CPU ranges, sweep bounds), run on the raw config so they are reported
-    together with schema errors; problems by experiment name. Every check
-    guards its own types: a value of the wrong type is the schema's to
-    report, never a traceback here."""
-    experiments = config.get("experiments")
-    if not isinstance(experiments, dict):
-        return {}
-    return {
-        name: _experiment_problems(f"experiments.{name}", experiment, schema, variants_table)
-        for name, experiment in experiments.items()
-        if isinstance(experiment, dict)
-    }
-
-
-def _experiment_problems(where: str, experiment: dict, schema: dict, variants_table: dict) -> list[str]:
-    problems = []
-    kernel = experiment.get("kernel")
-    if kernel == "chase" and any(t != 1 for t in _list_of(experiment.get("threads"))):
-        problems.append(
-            f"{where}.threads: {experiment.get('threads')!r} is not allowed for chase; "
-            "allowed: [1] (one pinned thread chases; use kernel loaded for latency under load)"
-        )
-    for i, affinity in enumerate(_list_of(experiment.get("affinity"))):
-        problems += _backwards_ranges(f"{where}.affinity[{i}]", affinity)
-    if kernel == "chase":
-        problems += _sweep_problems(where, experiment)
-    for i, group in enumerate(_list_of(experiment.get("chase_group"))):
-        problem = _group_problem(group)
-        if problem:
-            problems.append(f"{where}.chase_group[{i}]: {group!r} is not allowed; {problem}")
-    is_family = isinstance(kernel, str) and kernel in families(variants_table)
-    known = variant_names(variants_table, kernel) if is_family else None
-    for i, variant in enumerate(_list_of(experiment.get("variants"))):
-        if known is not None and isinstance(variant, str) and variant != "all" and variant not in known:
-            problems.append(
-                f"{where}.variants[{i}]: {variant!r} is not a variant of {kernel}; allowed: all, {', '.join(known)}"
-            )
-    for i, entry in enumerate(_list_of(experiment.get("exclude"))):
-        for key, value in entry.items() if isinstance(entry, dict) else ():
-            problems += _exclude_problems(f"{where}.exclude[{i}]", key, value, schema, known)
-    return problems
-
-
-def _backwards_ranges(where: str, affinity) -> list[str]:
-    if not isinstance(affinity, str) or not affinity.startswith("cpus:"):
-        return []
-    return [
-        f"{where}: {affinity!r} has the range {low}-{high} backwards; allowed: ranges low-high "
-        f"(here {high}-{low})"
-        for low, high in re.findall(r"([0-9]+)-([0-9]+)", affinity)
-        if int(low) > int(high)
-    ]
-
-
-def _sweep_problems(where: str, experiment: dict) -> list[str]:
-    """The chase sweep runs from sweep_from up to each size: never downwards."""
-    try:
-        start = parse_size(experiment.get("sweep_from", "4KiB"))
-    except (TypeError, ValueError):
-        return []  # the schema reports it
-    problems = []
-    for size in _list_of(experiment.get("size")):
-        try:
-            end = parse_size(size)
-        except (TypeError, ValueError):
-            continue
-        if isinstance(end, int) and isinstance(start, int) and start > end:
-            problems.append(
-                f"{where}.sweep_from: {experiment.get('sweep_from', '4KiB')!r} ({start} bytes) exceeds "
-                f"size {size!r} ({end} bytes); allowed: at most the smallest size of the sweep"
-            )
-    return problems
-
-
-def _exclude_problems(where: str, key, value, schema: dict, known_variants: list[str] | None) -> list[str]:
-    """An exclude entry names a real axis and a value that axis accepts; a
-    typo would otherwise match nothing and exclude nothing."""
-    if key not in AXES:
-        return [f"{where}: unknown axis {key!r} (value {value!r}); allowed axes: {', '.join(AXES)}"]
-    item = schema["$defs"]["experiment"]["properties"][AXIS_KEYS[key]]["items"]
-    if key == "variant" and known_variants is not None:
-        allowed = ", ".join(known_variants)
-        ok = isinstance(value, str) and value in known_variants
-    else:
-        allowed = item.get("x-allowed") or ", ".join(map(str, item.get("enum", []))) or item.get("type")
-        ok = jsonschema.Draft202012Validator(item).is_valid(value)
-    if ok:
-        problems = _backwards_ranges(f"{where}.{key}", value) if key == "affinity" else []
-        return problems
-    return [f"{where}.{key}: {value!r} is not allowed; allowed: one value of the {key} axis: {allowed}"]
-
-
-GROUP_ALLOWED = (
-    "allowed: full, or whole 4 KiB pages per group: bytes (262144), a size (256KiB) or a page count (64 pages)"
-)
-
-
-def _group_problem(group) -> str | None:
-    """Why a chase group given as text cannot run (None if it can);
-    integers and values of the wrong type or shape are the schema's to
-    report."""
-    if not isinstance(group, str):
-        return None
-    try:
-        size = parse_group(group)
-    except (TypeError, ValueError):
-        return None
-    if size == "full" or (size >= GROUP_PAGE and size % GROUP_PAGE == 0):
-        return None
-    return f"it is {size} bytes; {GROUP_ALLOWED}"
-
-
-def _list_of(value) -> list:
-    return value if isinstance(value, list) else []
-
-
-def _empty_experiments(config: dict, schema: dict, variants_table: dict, names: list[str]) -> list[str]:
-    """An experiment whose exclude entries remove every cell would measure
-    nothing and say nothing: an error. Checked on experiments that are
-    otherwise valid (the others cannot be expanded)."""
-    problems = []
-    for name in names:
-        experiment = _apply_defaults({"experiments": {name: config["experiments"][name]}}, schema)
-        experiment = experiment["experiments"][name]
-        if not _experiment_cells(name, experiment, variants_table):
-            problems.append(
-                f"experiments.{name}.exclude: {experiment['exclude']!r} removes every cell of the "
-                "experiment; allowed: entries that leave at least one cell"
-            )
-    return problems
-
-
-def validate(config: dict, schema: dict, variants_table: dict) -> dict:
-    """The config with defaults applied, or ConfigError listing every problem."""
-    if not isinstance(config, dict):
-        raise ConfigError([f"(top level): expected a mapping, got {config!r}"])
-    validator = jsonschema.Draft202012Validator(schema)
-    problems, broken = [], set()
-    for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
-        problems.extend(_explain(error, schema))
-        path = list(error.absolute_path)
-        broken.add(path[1] if len(path) > 1 and path[0] == "experiments" else None)
-    for name, found in _semantic_problems(config, schema, variants_table).items():
-        problems += found
-        if found:
-            broken.add(name)
-    if isinstance(config.get("experiments"), dict):
-        intact = [n for n in config["experiments"] if n not in broken]
-        problems += _empty_experiments(config, schema, variants_table, intact)
-    if problems:
-        raise ConfigError(sorted(problems))
-    return _apply_defaults(config, schema)
-
-
 def _excluded(values: dict, exclude: list[dict]) -> bool:
     def same(axis, wanted):
         if axis == "affinity":
@@ -451,12 +178,12 @@ def expand(config: dict, variants_table: dict) -> list[Cell]:
     duplicates (e.g. both close and compact) listed once."""
     cells: dict[str, Cell] = {}
     for name, experiment in config["experiments"].items():
-        for cell in _experiment_cells(name, experiment, variants_table):
+        for cell in experiment_cells(name, experiment, variants_table):
             cells.setdefault(cell.id, cell)
     return list(cells.values())
 
 
-def _experiment_cells(name: str, experiment: dict, variants_table: dict) -> list[Cell]:
+def experiment_cells(name: str, experiment: dict, variants_table: dict) -> list[Cell]:
     """The cross product of one experiment's axes, minus its exclusions."""
     kernel = experiment["kernel"]
     variants = experiment["variants"]
@@ -492,11 +219,6 @@ def _experiment_cells(name: str, experiment: dict, variants_table: dict) -> list
             )
         )
     return cells
-
-
-def load(config: dict, schema_path: Path, variants_table: dict) -> tuple[dict, list[Cell]]:
-    config = validate(config, load_schema(schema_path), variants_table)
-    return config, expand(config, variants_table)
 
 
 def shuffle_priority(cell_id: str, repeat: int, seed: int) -> int:
