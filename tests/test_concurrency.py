@@ -120,6 +120,11 @@ def test_default_group_is_preferred_over_other_groups():
     only_full = cells[~cells["cell"].isin(["lat-100.0", "lat-64k"])]
     row = concurrency.effective_concurrency(only_full, {"a": 64, "b": 64}).set_index("cell").loc["c"]
     assert row["latency_ns"] == 300.0 and "one random cycle (full)" in row["latency_source"]
+    # a full cycle swept further than the default groups still does not
+    # stand in for them: the group is chosen before the working set
+    further = pd.DataFrame([chase(250.0, 2**32, chase_group_requested="full", cell="lat-full-4g")])
+    row = concurrency.effective_concurrency(pd.concat([cells, further], ignore_index=True), {"a": 64, "b": 64})
+    assert row.set_index("cell").loc["c", "latency_ns"] == 100.0
 
 
 def test_write_allocate_traffic_is_in_flight_too():

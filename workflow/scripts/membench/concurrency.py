@@ -71,6 +71,11 @@ def _keys(cells: pd.DataFrame) -> list[pd.Series]:
     return [cells["system"], cells["policy_requested"].map(placement_class), cells["pages"]]
 
 
+# How far below the largest working set a group's own largest may lie and
+# still count as an idle (memory) latency: a factor of 4, two octaves.
+DRAM_REACH = 4
+
+
 def _prefer_default_group(cells: pd.DataFrame) -> pd.DataFrame:
     """Per (system, placement, pages) only the default-group cells when
     there are any: the latency the reference tools would report."""
@@ -104,11 +109,18 @@ def idle_source(latency: pd.Series) -> str:
 
 def idle_latencies(cells: pd.DataFrame) -> pd.DataFrame:
     """Per (system, placement, pages): the random chase at the largest
-    working set measured, with where it came from."""
+    working set its group reached, with where it came from. Groups whose
+    largest working set is within DRAM_REACH of the largest any group
+    reached are candidates (1 GiB next to 4 GiB: both far beyond the
+    caches; 32 KiB next to 1 GiB: not), and among them the default 256 KiB
+    groups win: a `full` chase swept further does not stand in for them."""
     chase = cells[(cells["kernel"] == LATENCY_KERNEL) & (cells["op"] == LATENCY_OP) & (cells["n_ok"] > 0)]
     if not chase.empty:
-        largest = chase.groupby(_keys(chase))["working_set_bytes"].transform("max")
-        chase = _prefer_default_group(_with_group(chase[chase["working_set_bytes"] == largest]))
+        chase = _with_group(chase)
+        group_largest = chase.groupby(_keys(chase) + ["group"])["working_set_bytes"].transform("max")
+        chase = chase[chase["working_set_bytes"] == group_largest]
+        overall = chase.groupby(_keys(chase))["working_set_bytes"].transform("max")
+        chase = _prefer_default_group(chase[chase["working_set_bytes"] * DRAM_REACH >= overall])
     return _one_per_placement(chase, "idxmax", "working_set_bytes", "working_set_bytes")
 
 
