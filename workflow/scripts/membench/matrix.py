@@ -221,9 +221,10 @@ def experiment_cells(name: str, experiment: dict, variants_table: dict) -> list[
     return cells
 
 
-def shuffle_priority(cell_id: str, repeat: int, seed: int) -> int:
-    """A deterministic pseudo-random priority per job, so that Snakemake runs
-    the repetitions of different cells interleaved rather than in config
-    order (slow drift of the machine then spreads over all cells)."""
+def shuffle_key(cell_id: str, repeat: int, seed: int) -> int:
+    """A deterministic pseudo-random sort key per (cell, repetition): a
+    round measures its cells in this order, different in every round, so
+    that slow drift of the machine spreads over all cells. Eight bytes of a
+    digest: no ties that would fall back to config order, at any size."""
     digest = hashlib.sha256(f"{seed}/{cell_id}/{repeat}".encode()).digest()
-    return int.from_bytes(digest[:2], "big") % 1000
+    return int.from_bytes(digest[:8], "big")

@@ -72,7 +72,7 @@ def round_cells(cells: list[Cell], round_index: int, seed: int) -> list[Cell]:
     """The cells with a repetition `round_index`, in this round's shuffled
     order (a different order each round, the same on every rerun)."""
     members = [(cell.id, cell) for cell in cells if cell.repeats > round_index]
-    members.sort(key=lambda entry: (matrix.shuffle_priority(entry[0], round_index, seed), entry[0]))
+    members.sort(key=lambda entry: (matrix.shuffle_key(entry[0], round_index, seed), entry[0]))
     return [cell for _, cell in members]
 
 
