@@ -325,7 +325,7 @@ def latency_svg(cells: pd.DataFrame, caches: dict[str, list[dict]], name: str) -
     curves = list(dict.fromkeys(ok["curve"]))
     palette = dict(zip(curves, sns.color_palette("colorblind", len(curves))))
     fig, ax = plt.subplots(figsize=(8, 4.2))
-    sns.lineplot(ok, x="working_set_bytes", y="ns_mean", hue="curve", hue_order=curves, palette=palette, marker="o", ms=4, ax=ax)
+    sns.lineplot(ok, x="working_set_bytes", y="ns_median", hue="curve", hue_order=curves, palette=palette, marker="o", ms=4, ax=ax)
     for curve, part in ok.groupby("curve", sort=False):
         part = part.sort_values("working_set_bytes")
         ax.fill_between(part["working_set_bytes"], part["ns_min"], part["ns_max"], color=palette[curve], alpha=0.15, lw=0)
@@ -339,7 +339,7 @@ def latency_svg(cells: pd.DataFrame, caches: dict[str, list[dict]], name: str) -
     ax.set_xlabel("working set (log scale)")
     ax.set_ylabel("latency (ns per load)")
     ax.set_ylim(bottom=0)
-    ax.legend(title="mean over repetitions, band min–max", fontsize="small")
+    ax.legend(title="median over repetitions (as effective concurrency uses), band min–max", fontsize="small")
     fig.tight_layout()
     return to_svg(fig, name)
 
