@@ -112,7 +112,7 @@ def test_latency_figure_ticks_in_binary_units_and_one_curve_per_group():
     rows = [
         dict(system="alpha", experiment="lat", cell=f"lat/chase-default/g{group}", kernel="chase", variant="default",
              op="random", pages="4k", policy_requested="default", affinity="none", chase_group_requested=group,
-             working_set_bytes=2**k, n_ok=3, ns_mean=float(k), ns_min=k - 0.5, ns_max=k + 0.5)
+             working_set_bytes=2**k, n_ok=3, ns_mean=float(k), ns_median=float(k), ns_min=k - 0.5, ns_max=k + 0.5)
         for group in (262144, "full") for k in range(12, 31)
     ]  # fmt: skip
     caches = {"alpha": [{"level": 1, "size_bytes": 32768}]}
