@@ -46,17 +46,18 @@ status: $(STAMP)
 test: system-deps test-deps $(STAMP)
 	$(BIN)/pytest -q tests
 
-# Speed targets, checked side by side against likwid-bench in one sitting
-# (not a test: timings on shared machines are noisy). Skips without likwid.
-# figures_only: the report rebuilt from stored runs at 64 CPUs and at the
-# Colfax study's 27,000 repetitions, time, memory and sizes vs targets.
-# The idle latency against multichase (skips without ../shared/ref/multichase).
+# Speed and memory targets, each side by side in one sitting with its
+# reference (not tests: timings on shared machines are noisy); every bench
+# runs, then make fails if one was off target. likwid-bench (bandwidth;
+# skips without likwid), the oversize skip, figures-only at 64 CPUs and at
+# the Colfax study's 27,000 repetitions, the idle latency against multichase
+# (skips without ../shared/ref/multichase), the pipeline's own cost against
+# a bare Snakefile.
 bench: system-deps $(STAMP)
-	$(BIN)/python bench/compare_likwid.py
-	$(BIN)/python bench/oversize_skip.py
-	$(BIN)/python bench/figures_only.py
-	$(BIN)/python bench/compare_multichase.py
-	$(BIN)/python bench/pipeline_overhead.py
+	@failed=; \
+	for bench in compare_likwid.py oversize_skip.py figures_only.py "compare_multichase.py --strict" pipeline_overhead.py; do \
+	  echo "== bench/$$bench"; $(BIN)/python bench/$$bench || failed="$$failed $${bench%% *}"; done; \
+	[ -z "$$failed" ] || { echo "off target or failed:$$failed"; exit 1; }
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint
