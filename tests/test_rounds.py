@@ -155,6 +155,10 @@ def test_a_stopped_harness_stores_nothing_and_what_came_before_stays(bench, tmp_
 CHILD_OF_A_PARENT = """
 import os, subprocess, sys, time
 from membench import stopping
+if os.environ.get("NO_PIDFD"):  # a kernel older than 5.3: run_child polls
+    def no_pidfd(pid, flags=0):
+        raise OSError(38, "Function not implemented")
+    os.pidfd_open = no_pidfd
 if len(sys.argv) > 1:
     stopping.watch(int(sys.argv[1]))
 try:
@@ -177,9 +181,19 @@ def wait_for(predicate, seconds=10.0):
     return False
 
 
-def spawn(*argv, **kwargs):
+def spawn(*argv, pidfd=True, **kwargs):
     env = {**os.environ, "PYTHONPATH": str(REPO / "workflow" / "scripts")}
+    if not pidfd:
+        env["NO_PIDFD"] = "1"
     return subprocess.Popen([sys.executable, "-c", CHILD_OF_A_PARENT, *argv], env=env, **kwargs)
+
+
+def gone(pid: int) -> bool:
+    """Ended: no /proc entry, or a zombie waiting for its parent."""
+    try:
+        return "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
 
 
 def test_the_harness_dies_with_the_process_that_started_it():
@@ -188,18 +202,40 @@ def test_the_harness_dies_with_the_process_that_started_it():
     sleep = sleeps_of(proc.pid)[0]
     proc.kill()
     proc.wait()
-    assert wait_for(lambda: not Path(f"/proc/{sleep}").exists() or "Z" in Path(f"/proc/{sleep}/stat").read_text().split()[2])
+    assert wait_for(lambda: gone(sleep))
 
 
-def test_a_measurement_stops_when_the_watched_process_ends():
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polling"])
+def test_a_measurement_stops_when_the_watched_process_ends(pidfd):
     watched = subprocess.Popen(["sleep", "60"])
-    proc = spawn(str(watched.pid), stdout=subprocess.PIPE, text=True)
+    proc = spawn(str(watched.pid), pidfd=pidfd, stdout=subprocess.PIPE, text=True)
     assert wait_for(lambda: sleeps_of(proc.pid))
+    sleep = sleeps_of(proc.pid)[0]
     watched.send_signal(signal.SIGKILL)
     watched.wait()
     out, _ = proc.communicate(timeout=10)
     assert "stopped: Snakemake ended" in out
-    assert not sleeps_of(proc.pid)
+    assert gone(sleep), "the harness outlived its measurement"
+
+
+def test_watching_an_ended_process_stops_at_once_without_pidfds(monkeypatch):
+    def no_pidfd(pid, flags=0):
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(os, "pidfd_open", no_pidfd)
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    with pytest.raises(stopping.Stopped, match="already ended"):
+        stopping.watch(ended.pid)
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": dict(os.environ)}
+    assert stopping.run_child(["sh", "-c", "exit 3"], **quiet) == 3
+
+
+def stored_file(runs: Path, cell, k: int, request_digest: str) -> str:
+    path = Path(rounds.run_path(str(runs), cell, k))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"request_digest": request_digest}) + "\n")
+    return str(path)
 
 
 def test_progress_counts_stored_repetitions_and_takes_the_pace_of_finished_rounds(tmp_path):
@@ -209,14 +245,35 @@ def test_progress_counts_stored_repetitions_and_takes_the_pace_of_finished_round
     runs, manifests = tmp_path / "box" / "runs", tmp_path / "box" / "rounds"
     for cell in cells:
         for k in range(2):
-            path = Path(rounds.run_path(str(runs), cell, k))
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("{}\n")
+            stored_file(runs, cell, k, rounds.digest(rounds.cell_request(cell, "box", k, VARIANTS)))
     manifests.mkdir(parents=True)
     for k in range(2):
         (manifests / f"r{k}.json").write_text(json.dumps({"seconds": 8.0, "measured": ["x"] * 4}))
-    state = progress.system_progress(cells, "box", tmp_path)
+    state = progress.system_progress(cells, "box", tmp_path, VARIANTS)
     assert (state.done, state.total) == (8, 16)
     assert state.seconds_left == 8 * 2.0
     assert state.line() == "box: 8 of 16 repetitions (50.0 %), about 16 s left"
-    assert "no round finished yet" in progress.system_progress(cells, "other", tmp_path).line()
+    assert "no round finished yet" in progress.system_progress(cells, "other", tmp_path, VARIANTS).line()
+    # An edit that changes the request (ntimes): the stored files no longer count.
+    edited = cells_of(repeats=4, threads=(1, 2), ntimes=5)
+    assert [c.id for c in edited] == [c.id for c in cells]
+    assert progress.system_progress(edited, "box", tmp_path, VARIANTS).done == 0
+
+
+def test_collect_names_deleted_repetition_files_and_the_manifests_to_delete(tmp_path):
+    from membench import collect
+
+    cells = cells_of(repeats=2, threads=(1,))
+    runs, manifests = tmp_path / "box" / "runs", tmp_path / "box" / "rounds"
+    manifests.mkdir(parents=True)
+    listed = {k: [stored_file(runs, cell, k, "d") for cell in cells] for k in range(2)}
+    for k, files in listed.items():
+        (manifests / f"r{k}.json").write_text(json.dumps({"runs": files}))
+    inputs = [str(manifests / f"r{k}.json") for k in range(2)]
+    assert collect.run_files(inputs) == listed[0] + listed[1]
+    Path(listed[1][0]).unlink()
+    with pytest.raises(collect.MissingRunsError) as error:
+        collect.run_files(inputs)
+    message = str(error.value)
+    assert listed[1][0] in message and listed[1][1] not in message
+    assert f"rm {manifests / 'r1.json'}\n" in message + "\n" and f"{manifests}/" in message

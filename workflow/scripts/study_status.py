@@ -28,7 +28,7 @@ def main(argv=None) -> int:
         print(error, file=sys.stderr)
         return 2
     for system in matrix.system_names(config):
-        print(progress.system_progress(cells, system, Path(args.directory) / "results").line())
+        print(progress.system_progress(cells, system, Path(args.directory) / "results", table).line())
     return 0
 
 

@@ -81,17 +81,48 @@ def _row(record: dict, texts: dict | None = None) -> dict:
 CHUNK = 5000  # rows per DataFrame before they are joined: dicts cost far more memory than columns
 
 
+class MissingRunsError(FileNotFoundError):
+    pass
+
+
 def run_files(inputs: list[str]) -> list[str]:
     """Repetition files from inputs that are repetition files (.jsonl) or
-    round manifests (.json, each listing its round's repetition files)."""
-    files = []
+    round manifests (.json, each listing its round's repetition files).
+    Repetition files are not Snakemake outputs: one deleted by hand is
+    noticed here, and the error says how to measure it again."""
+    files, missing = [], {}
     for path in inputs:
         if path.endswith(".json"):
             with open(path) as fh:
-                files += json.load(fh)["runs"]
+                listed = json.load(fh)["runs"]
+            files += listed
+            for run in listed:
+                if not Path(run).exists():
+                    missing.setdefault(path, []).append(run)
         else:
             files.append(path)
+    if missing:
+        raise MissingRunsError(missing_runs_message(missing))
     return files
+
+
+def missing_runs_message(missing: dict[str, list[str]]) -> str:
+    """Which repetition files are gone, which round manifests list them,
+    and what to do."""
+    runs = [run for listed in missing.values() for run in listed]
+    rounds_dirs = sorted({str(Path(manifest).parent) for manifest in missing})
+    lines = [f"{len(runs)} repetition file(s) listed by round manifests are missing:"]
+    lines += [f"  {run}" for run in runs[:20]]
+    if len(runs) > 20:
+        lines.append(f"  ... and {len(runs) - 20} more")
+    lines.append(
+        "To measure them again, delete the round manifests that list them "
+        "(or all of " + ", ".join(f"{d}/" for d in rounds_dirs) + ") and rerun; "
+        "each round then measures what is missing and keeps what is stored:"
+    )
+    manifests = sorted(missing) if len(missing) <= 20 else [f"-r {d}" for d in rounds_dirs]
+    lines.append("  rm " + " ".join(manifests))
+    return "\n".join(lines)
 
 
 def _rows(records, machines: dict[str, Machine]):

@@ -51,10 +51,27 @@ def pace(rounds_dir: Path) -> float | None:
     return seconds / measured if measured else None
 
 
-def system_progress(cells: list[Cell], system: str, results: Path) -> SystemProgress:
-    runs = results / system / "runs"
-    done = sum(
-        1 for cell in cells for k in range(cell.repeats) if Path(rounds.run_path(str(runs), cell, k)).exists()
-    )
+def first_digest(path: Path) -> str | None:
+    """The request digest of a repetition file's first record (one line
+    read: a study of 1000 repetitions per cell stays quick to count)."""
+    try:
+        with open(path) as fh:
+            return json.loads(fh.readline()).get("request_digest")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def system_progress(cells: list[Cell], system: str, results: Path, variants_table: dict) -> SystemProgress:
+    """Repetitions done: stored for the request the config makes now (an
+    edit that changes a cell's request leaves its files to be measured
+    again, as the round would)."""
+    runs = str(results / system / "runs")
+    done = 0
+    for cell in cells:
+        request = rounds.cell_request(cell, system, None, variants_table)  # once per cell; only "repeat" differs
+        done += sum(
+            first_digest(Path(rounds.run_path(runs, cell, k))) == rounds.digest({**request, "repeat": k})
+            for k in range(cell.repeats)
+        )
     total = sum(cell.repeats for cell in cells)
     return SystemProgress(system, done, total, pace(results / system / "rounds"))

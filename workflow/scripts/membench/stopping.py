@@ -37,21 +37,67 @@ class Stopped(Exception):
     """A measurement stopped from outside; nothing is stored for it."""
 
 
+# The watched process (watch): its pid, and a pidfd on it where the kernel
+# has them (Linux >= 5.3); else run_child polls.
+_watched_pid: int | None = None
 _watched_pidfd: int | None = None
+POLL_SECONDS = 0.2
+
+
+def _pidfd(pid: int) -> int | None:
+    """A pidfd on `pid`, or None where the kernel (older than 5.3) or the
+    sandbox has none. ProcessLookupError when `pid` has ended."""
+    try:
+        return os.pidfd_open(pid)
+    except ProcessLookupError:
+        raise
+    except (OSError, AttributeError):
+        return None
 
 
 def watch(pid: int) -> None:
     """From now on, run_child stops (raising Stopped) when process `pid`
     ends. Stopped at once if it has already ended."""
-    global _watched_pidfd
+    global _watched_pid, _watched_pidfd
     try:
-        _watched_pidfd = os.pidfd_open(pid)
+        _watched_pidfd = _pidfd(pid)
+        if _watched_pidfd is None:
+            os.kill(pid, 0)
     except ProcessLookupError:
         raise Stopped(f"process {pid} (Snakemake) has already ended") from None
+    _watched_pid = pid
 
 
-def watched_ended() -> bool:
-    return _watched_pidfd is not None and bool(select.select([_watched_pidfd], [], [], 0)[0])
+def _watched_alive() -> bool:
+    if _watched_pid is None:
+        return True
+    try:
+        os.kill(_watched_pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    return True
+
+
+def _wait_child(proc: subprocess.Popen) -> None:
+    """Return when the child ends; Stopped when the watched process ends first."""
+    child = _pidfd(proc.pid) if _watched_pid is None or _watched_pidfd is not None else None
+    if child is None:  # no pidfds: poll both
+        while True:
+            try:
+                proc.wait(timeout=POLL_SECONDS)
+                return
+            except subprocess.TimeoutExpired:
+                if not _watched_alive():
+                    raise Stopped("Snakemake ended during the measurement") from None
+    try:
+        waiting = [child] + ([_watched_pidfd] if _watched_pidfd is not None else [])
+        ready, _, _ = select.select(waiting, [], [])
+        if child not in ready:
+            raise Stopped("Snakemake ended during the measurement")
+    finally:
+        os.close(child)
 
 
 def _die_with_parent(parent: int):
@@ -77,14 +123,7 @@ def run_child(argv: list[str], *, stdout, stderr, env: dict) -> int:
     the exception goes on."""
     proc = subprocess.Popen(argv, stdout=stdout, stderr=stderr, env=env, preexec_fn=_die_with_parent(os.getpid()))
     try:
-        child = os.pidfd_open(proc.pid)
-        try:
-            waiting = [child] + ([_watched_pidfd] if _watched_pidfd is not None else [])
-            ready, _, _ = select.select(waiting, [], [])
-            if child not in ready:
-                raise Stopped("Snakemake ended during the measurement")
-        finally:
-            os.close(child)
+        _wait_child(proc)
         return proc.wait()
     finally:
         if proc.poll() is None:
