@@ -277,3 +277,22 @@ def test_collect_names_deleted_repetition_files_and_the_manifests_to_delete(tmp_
     message = str(error.value)
     assert listed[1][0] in message and listed[1][1] not in message
     assert f"rm {manifests / 'r1.json'}\n" in message + "\n" and f"{manifests}/" in message
+
+
+def test_a_round_whose_snakemake_has_already_ended_stops_with_one_line(tmp_path):
+    config = config_of(repeats=1, threads=(1,))[0]
+    inputs = rounds.RoundInputs(config, cells_of(repeats=1, threads=(1,)))
+    study_file = inputs.study_file(0, str(tmp_path / "studies"))
+    assert json.loads(Path(study_file).read_text()) == json.loads(inputs.study(0))
+    assert inputs.study_file(0, str(tmp_path / "studies")) == study_file  # named by content
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    argv = [sys.executable, str(REPO / "workflow" / "scripts" / "measure_round.py"),
+            "--study-file", study_file, "--variants", str(REPO / "kernels" / "variants.yaml"),
+            "--system", "box", "--round", "0", "--topology", str(tmp_path / "topology.json"),
+            "--manifest", str(tmp_path / "r0.json"), "--log", str(tmp_path / "r0.log"), "--parent-pid", str(ended.pid)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO / "workflow" / "scripts")}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr == f"box round 0 stopped: process {ended.pid} (Snakemake) has already ended\n"
+    assert not (tmp_path / "r0.json").exists()

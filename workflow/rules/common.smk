@@ -94,6 +94,10 @@ def round_study(wildcards):
     return ROUND_INPUTS.study(int(wildcards.round))
 
 
+def round_study_file(wildcards):
+    return ROUND_INPUTS.study_file(int(wildcards.round), ".snakemake/membench/studies")
+
+
 def report_figures():
     """Every figure of the report: its kinds depend on the experiment's kernel."""
     return [

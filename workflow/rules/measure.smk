@@ -24,7 +24,10 @@ rule measure_round:
     params:
         # What Snakemake tracks: the round's experiments (rounds.round_study).
         study=round_study,
+        # The same, as the job reads it: a file, since as one shell argument
+        # it would be capped at 128 KiB.
+        study_file=round_study_file,
         command=MEASURE_COMMAND,
     shell:
-        "{params.command} --study {params.study:q} --system {wildcards.system:q} --round {wildcards.round}"
+        "{params.command} --study-file {params.study_file:q} --system {wildcards.system:q} --round {wildcards.round}"
         " --topology {input.topology:q} --manifest {output:q} --log {log:q} --parent-pid $PPID"

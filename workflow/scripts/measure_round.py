@@ -16,7 +16,7 @@ from membench import matrix, progress, rounds, stopping, variants
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--study", required=True, help="the round's experiments, as JSON (rounds.round_study)")
+    parser.add_argument("--study-file", required=True, help="the round's experiments, as JSON (rounds.round_study)")
     parser.add_argument("--variants", required=True, help="kernels/variants.yaml")
     parser.add_argument("--system", required=True)
     parser.add_argument("--round", type=int, required=True)
@@ -46,14 +46,14 @@ def main(argv=None) -> int:
     # SIGTERM (Snakemake stopping, scancel) unwinds: the harness is killed
     # and the repetition it was on is not stored.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    if args.parent_pid:
-        stopping.watch(args.parent_pid)
-    study = json.loads(args.study)
+    study = json.loads(Path(args.study_file).read_text())
     table = variants.load_variants(Path(args.variants))
     cells = rounds.study_cells(study, args.round, table)
     plan = rounds.plan_round(cells, args.system, args.round, study["shuffle_seed"], table)
     with open(args.log, "a") as log:
         try:
+            if args.parent_pid:
+                stopping.watch(args.parent_pid)
             manifest = rounds.measure_round(
                 plan, topology=args.topology, bin_dir=bin_dir, runs_dir=runs_dir, log=log,
                 progress=lambda line: print(line, flush=True),

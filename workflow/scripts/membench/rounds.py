@@ -126,6 +126,7 @@ class RoundInputs:
         self._config, self._cells = config, cells
         self._thresholds = sorted({cell.repeats for cell in cells})
         self._cache: dict[int, tuple[dict, list[Cell]]] = {}
+        self._written: set[Path] = set()
 
     def _members(self, round_index: int) -> tuple[dict, list[Cell]]:
         key = next((t for t in self._thresholds if t > round_index), 0)
@@ -137,6 +138,18 @@ class RoundInputs:
     def study(self, round_index: int) -> str:
         study = self._members(round_index)[0]
         return json.dumps(study, sort_keys=True)
+
+    def study_file(self, round_index: int, directory: str) -> str:
+        """The round's study written to a file named by its content (once):
+        the job reads it from there, as a shell argument it would be capped
+        at 128 KiB (Linux's MAX_ARG_STRLEN), a few hundred experiments."""
+        text = self.study(round_index)
+        path = Path(directory) / f"{hashlib.sha256(text.encode()).hexdigest()[:24]}.json"
+        if path not in self._written:
+            if not path.exists() or path.read_text() != text:
+                write_text_atomic(path, text)
+            self._written.add(path)
+        return str(path)
 
     def binaries(self, round_index: int, bin_dir: str) -> list[str]:
         return sorted({binary_path(bin_dir, cell) for cell in self._members(round_index)[1]})
