@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from membench import figures, placement, stats
+from membench import collect, figures, placement, stats
 
 RNG = np.random.default_rng(7)
 
@@ -64,7 +64,7 @@ def test_histogram(tables):
 
 def test_placement_figure_colours_runs_by_class(tables):
     measurements, _ = tables
-    classified = placement.add_classes(measurements, {"alpha": TOPOLOGY, "beta": TOPOLOGY})
+    classified = collect.records_table(measurements.to_dict("records"), {"alpha": TOPOLOGY, "beta": TOPOLOGY})
     svg = figures.placement_svg(classified, "t-placement")
     assert svg.startswith("<svg") and "log scale" in svg
     # [0, 0]: two threads on CPU 0, pages on node 0; [0, 1]: one each, half the pages remote
@@ -78,11 +78,11 @@ def test_placement_figure_legend_stays_bounded():
     for i in range(400):  # every run its own CPU list on 2 nodes x 2 CPUs, 4 threads
         cpus = [int(c) for c in rng.integers(0, 4, 4)]
         rows.append(dict(system="s", experiment="e", cell="e/c", kernel="stream", variant="default", op="triad",
-                         threads=4, affinity="none", policy_requested="default", pages="4k", init="parallel",
+                         threads=4, affinity="none", policy="default", policy_requested="default", pages="4k", init="parallel",
                          size_requested="auto", status="ok", gbps=float(rng.normal(50, 5)), cpus=str(cpus),
                          cpus_start=str(cpus[::-1]), page_nodes=json.dumps({str(i % 2): 1.0}), hugepage_fraction=0.0,
                          migrated=True))  # fmt: skip
-    table = placement.add_classes(pd.DataFrame(rows), {"s": TOPOLOGY})
+    table = collect.records_table(rows, {"s": TOPOLOGY})
     labels = placement.figure_classes(table)
     assert 1 < labels.nunique() <= placement.MAX_FIGURE_CLASSES
     svg = figures.placement_svg(table, "t-many")

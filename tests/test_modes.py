@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 
 from membench import collect, modes, stats  # noqa: E402
+from membench.records import read_jsonl  # noqa: E402
 import synthetic_runs  # noqa: E402
 
 DEV16 = REPO / "tests" / "fixtures" / "dev16"
@@ -60,7 +61,7 @@ def test_a_factor_that_splits_the_modes_explains_them_and_one_that_does_not_is_n
 @pytest.fixture(scope="module")
 def dev16():
     topology = json.loads((DEV16 / "topology.json").read_text())
-    records = collect.load_records(sorted(str(p) for p in DEV16.glob("runs/*/r*.jsonl")))
+    records = [r for p in sorted(DEV16.glob("runs/*/r*.jsonl")) for r in read_jsonl(p)]
     table = collect.records_table(records, {"dev16": topology})
     result = modes.modes_table(table, stats.CELL_KEYS)
     return {(r.threads, r.affinity): r for r in result.itertuples()}

@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
-from membench import placement  # noqa: E402
+from membench import collect, placement  # noqa: E402
 from synthetic_runs import MACHINES  # noqa: E402
 
 TOPOLOGY = MACHINES["2x4x2"].topology()
@@ -73,17 +73,18 @@ def test_counts_bin_in_powers_of_two():
 
 def frame(runs):
     rows = [
-        {"system": "s", "status": "ok", "cpus": str(cpus), "cpus_start": str(start), "page_nodes": pages,
+        {"system": "s", "status": "ok", "policy": "default", "pages": "4k", "affinity": "none", "threads": len(cpus), "cpus": str(cpus), "cpus_start": str(start), "page_nodes": pages,
          "hugepage_fraction": 0.0, "migrated": cpus != start}
         for cpus, start, pages in runs
     ]  # fmt: skip
-    return placement.add_classes(pd.DataFrame(rows), {"s": TOPOLOGY})
+    return collect.records_table(rows, {"s": TOPOLOGY})
 
 
-def test_add_classes_fills_ok_rows_and_leaves_others_empty():
-    table = frame([([0, 1], [0, 1], '{"0": 1.0}')])
-    table = pd.concat([table, placement.add_classes(pd.DataFrame([{"system": "s", "status": "skipped"}]), {"s": TOPOLOGY})])
-    assert list(table["threads_per_node"]) == ["2+0", None]
+def test_the_table_classifies_ok_rows_and_leaves_others_empty():
+    ok = {"system": "s", "status": "ok", "policy": "default", "pages": "4k", "affinity": "none", "threads": 2,
+          "cpus": [0, 1], "cpus_start": [0, 1], "page_nodes": {"0": 1.0}, "hugepage_fraction": 0.0}  # fmt: skip
+    table = collect.records_table([{"system": "s", "status": "skipped"}, ok], {"s": TOPOLOGY})
+    assert pd.isna(table["threads_per_node"][0]) and table["threads_per_node"][1] == "2+0"
 
 
 def test_figure_classes_stay_few_and_keep_what_explains():

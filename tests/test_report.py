@@ -114,7 +114,7 @@ def test_remote_bandwidth_has_no_matching_latency_and_says_so(html):
 def colfax_html():
     """Affinity none vs spread at 2 threads, 8 runs each: none has two modes
     (the oversubscribed runs are the slow ones), spread one."""
-    from membench import modes, placement
+    from membench import collect, modes
 
     rows = []
     for repeat in range(8):
@@ -123,7 +123,7 @@ def colfax_html():
                            cpus="[0, 0]" if slow else "[0, 1]", cpus_start="[0, 0]" if slow else "[0, 1]", repeat=repeat))  # fmt: skip
         rows.append(record(experiment="colfax", cell="colfax/spread", affinity="spread", gbps=11.0 + repeat * 0.01,
                            cpus="[0, 2]", cpus_start="[0, 2]", page_nodes='{"0": 0.5, "1": 0.5}', repeat=repeat))  # fmt: skip
-    table = placement.add_classes(pd.DataFrame(rows), {"box": TOPOLOGY})
+    table = collect.records_table(rows, {"box": TOPOLOGY})
     cells = stats.summarise_cells(table)
     context = report.build_context(
         config={"experiments": {"colfax": {"kernel": "stream", "affinity": ["none", "spread"]}}},

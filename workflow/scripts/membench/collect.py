@@ -25,10 +25,6 @@ def _flat(value):
     return json.dumps(value) if type(value) is list else value
 
 
-def load_records(paths: list[str]) -> list[dict]:
-    return [record for path, _, record in _checked(paths)]
-
-
 def _checked(paths: list[str]):
     """(path, line, record) of every record; a ContractError naming every
     broken one (the first 50) once all are read."""

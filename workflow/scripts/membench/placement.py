@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from functools import lru_cache
 
 import pandas as pd
 
@@ -125,39 +124,6 @@ def classify(machine: Machine, cpus, cpus_start, page_nodes, hugepage_fraction, 
         "page_locality_share": matched,
         "hugepages": hugepage_bin(hugepage_fraction),
     }
-
-
-def add_classes(table: pd.DataFrame, topologies: dict[str, dict]) -> pd.DataFrame:
-    """The factor columns for every ok row (empty for others), from the
-    topology of the row's system. Runs of one process share their
-    placement, so each distinct placement is classified once."""
-    machines = {system: Machine(topo) for system, topo in topologies.items()}
-
-    @lru_cache(maxsize=None)
-    def cached(system, cpus, start, pages, huge, migrated):
-        return classify(machines[system], cpus, start, pages, huge, migrated)
-
-    def text(value):  # hashable for the cache: JSON text, as the CSV holds it
-        loaded = _load(value)
-        return None if loaded is None else value if isinstance(value, str) else json.dumps(loaded)
-
-    columns = [*FACTORS, "page_locality_share"]
-    rows = []
-    for row in table.itertuples(index=False):
-        if getattr(row, "status", "ok") != "ok" or row.system not in machines:
-            rows.append(dict.fromkeys(columns))
-            continue
-        huge = getattr(row, "hugepage_fraction", None)
-        migrated = getattr(row, "migrated", None)
-        rows.append(
-            cached(
-                row.system, text(row.cpus), text(getattr(row, "cpus_start", None)), text(row.page_nodes),
-                None if huge is None or huge != huge else float(huge),
-                None if migrated is None or migrated != migrated else bool(migrated),
-            )
-        )  # fmt: skip
-    classes = pd.DataFrame(rows, columns=columns, index=table.index)
-    return pd.concat([table.drop(columns=[c for c in columns if c in table]), classes], axis=1)
 
 
 # --------------------------------------------------------------- summaries
