@@ -211,9 +211,9 @@ def test_a_measurement_stops_when_the_watched_process_ends(pidfd):
     proc = spawn(str(watched.pid), pidfd=pidfd, stdout=subprocess.PIPE, text=True)
     assert wait_for(lambda: sleeps_of(proc.pid))
     sleep = sleeps_of(proc.pid)[0]
-    watched.send_signal(signal.SIGKILL)
-    watched.wait()
+    watched.send_signal(signal.SIGKILL)  # left a zombie until the end: ended, not yet reaped
     out, _ = proc.communicate(timeout=10)
+    watched.wait()
     assert "stopped: Snakemake ended" in out
     assert gone(sleep), "the harness outlived its measurement"
 

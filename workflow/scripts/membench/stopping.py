@@ -69,15 +69,15 @@ def watch(pid: int) -> None:
 
 
 def _watched_alive() -> bool:
+    """Whether the watched process runs; a zombie (ended, not yet reaped by
+    its parent) has ended, as a pidfd would tell."""
     if _watched_pid is None:
         return True
     try:
-        os.kill(_watched_pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{_watched_pid}/stat").read_text()
+    except OSError:
         return False
-    except PermissionError:  # alive, owned by someone else
-        return True
-    return True
+    return stat[stat.rindex(")") + 2 :].split()[0] not in ("Z", "X")
 
 
 def _wait_child(proc: subprocess.Popen) -> None:
