@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from membench import config_checks, rounds, stopping, variants
+from membench import config_checks, measure, rounds, stopping, variants
 
 VARIANTS = variants.load_variants(REPO / "kernels" / "variants.yaml")
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -229,6 +229,19 @@ def test_watching_an_ended_process_stops_at_once_without_pidfds(monkeypatch):
         stopping.watch(ended.pid)
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": dict(os.environ)}
     assert stopping.run_child(["sh", "-c", "exit 3"], **quiet) == 3
+
+
+def test_the_harness_is_the_oom_killers_first_choice_and_its_kill_is_named(tmp_path):
+    """Should a cell outgrow what it can get (a bind policy on a full node),
+    the OOM killer takes the harness, not a neighbour, and the record says
+    which signal ended it."""
+    seen = tmp_path / "adj"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": dict(os.environ)}
+    assert stopping.run_child(["sh", "-c", f"cat /proc/self/oom_score_adj > {seen}"], **quiet) == 0
+    assert seen.read_text().strip() == "1000"
+    # a harness that printed its records and was then SIGKILLed
+    assert "OOM killer" in measure._exit_text(-signal.SIGKILL)
+    assert measure._exit_text(2) == "harness exited with code 2"
 
 
 def stored_file(runs: Path, cell, k: int, request_digest: str) -> str:

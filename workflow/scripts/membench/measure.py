@@ -224,15 +224,24 @@ def run_harness(binary: str, request: Request, resolved: dict, log, run_process:
         except json.JSONDecodeError:
             garbage.append(line)
     if garbage or not records:
-        why = f"harness exited with code {returncode}"
+        why = _exit_text(returncode)
         if garbage:
             why += f" and printed non-JSON output: {garbage[0][:200]!r}"
         return _placeholder_records(request, resolved, "failed", why)
     if returncode not in (0, 1, HARNESS_SKIPPED):
         for record in records:
             record["status"] = "failed"
-            record["reason"] = record.get("reason") or f"harness exited with code {returncode}"
+            record["reason"] = record.get("reason") or _exit_text(returncode)
     return records
+
+
+def _exit_text(returncode: int) -> str:
+    if returncode == -signal.SIGKILL:
+        return (
+            "harness killed by SIGKILL: the OOM killer's signal (the harness is its first choice, "
+            "oom_score_adj 1000), or a kill -9"
+        )
+    return f"harness exited with code {returncode}"
 
 
 def measure_cell(

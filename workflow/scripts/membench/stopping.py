@@ -103,13 +103,25 @@ def _wait_child(proc: subprocess.Popen) -> None:
 def _die_with_parent(parent: int):
     """A preexec function: the child gets SIGKILL when the thread that
     forked it ends (here the main thread of a single-threaded process, so
-    when the process ends), and gives up if that already happened."""
+    when the process ends), and gives up if that already happened. It is
+    also the OOM killer's first choice (oom_score_adj 1000, which any user
+    may set for their own process): should a cell still outgrow the memory
+    it can get (a bind policy on a full node), the harness dies alone,
+    never a neighbour on a shared node."""
     prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved before fork
 
     def preexec():
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:
             os._exit(128 + signal.SIGKILL)
+        try:
+            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+            try:
+                os.write(fd, b"1000")
+            finally:
+                os.close(fd)
+        except OSError:
+            pass  # no procfs: the memory check before the run still holds
 
     return preexec
 
