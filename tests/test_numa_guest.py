@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 
 from membench import measure, topology  # noqa: E402
-from numa_guest import guest  # noqa: E402
+from numa_guest import guest, image  # noqa: E402
 
 SIZE = 1 << 20  # bytes per array: 256 pages of 4 KiB, 768 sampled in all
 NTIMES = 2
@@ -102,18 +102,18 @@ def make_request(layout: guest.Layout, threads: int, cpus: list[int], policy: st
 def guest_parts(tmp_path_factory):
     """Kernel (cached), harness (built from this checkout), base initramfs."""
     try:
-        tools = guest.require_tools()
+        tools = image.require_tools()
         started = time.monotonic()
-        kernel = guest.fetch_kernel()
+        kernel = image.fetch_kernel()
         fetched = time.monotonic() - started
-    except guest.Unavailable as exc:
+    except image.Unavailable as exc:
         print(f"numa guest unavailable: {exc}")
         if os.environ.get("MEMBENCH_REQUIRE_GUEST"):  # CI: must run for real
             pytest.fail(f"numa guest unavailable and MEMBENCH_REQUIRE_GUEST is set: {exc}")
         pytest.skip(f"numa guest unavailable: {exc}")
     work = tmp_path_factory.mktemp("numa_guest")
-    harness = guest.build_harness(work / "harness")
-    base = guest.base_initramfs(harness, tools["busybox"])
+    harness = image.build_harness(work / "harness")
+    base = image.base_initramfs(harness, tools["busybox"])
     print(f"\nguest kernel {kernel} (fetch/cache {fetched:.1f}s), initramfs {base}")
     return kernel, base, work
 
