@@ -98,16 +98,9 @@ def test_dev16_16_threads_none_slower_runs_are_the_oversubscribed_ones_but_only_
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
-    """A 2-socket, 64-CPU study: 4 thread counts x 3 affinities x 40 runs."""
+    """A 2-socket, 64-CPU study: 3 thread counts x 3 affinities x 40 runs."""
     out = tmp_path_factory.mktemp("planted")
-    config = out / "in.yaml"
-    config.write_text(
-        "repeats: 40\nntimes: 3\nexperiments:\n  s:\n    kernel: stream\n"
-        "    threads: [8, 16, 32]\n    affinity: [none, close, spread]\n"
-    )
-    machine = synthetic_runs.MACHINES["2x16x2"]
-    truth = synthetic_runs.write_study(config, machine, out, "two-socket")
-    system = out / "results" / "two-socket"
+    truth, system = synthetic_runs.write_affinity_study(out, "s", [8, 16, 32], repeats=40)
     table = collect.collect_runs(sorted(str(p) for p in system.glob("runs/**/r*.jsonl")), str(out / "m.csv"),
                                  str(system / "topology.json"))  # fmt: skip
     table = table[table["op"] == "triad"]

@@ -22,13 +22,7 @@ REPORT_LIMIT = 3_000_000
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     out = tmp_path_factory.mktemp("size")
-    config = out / "in.yaml"
-    config.write_text(
-        "repeats: 60\nntimes: 3\nexperiments:\n  big:\n    kernel: stream\n"
-        "    threads: [1, 16, 64]\n    affinity: [none, close, spread]\n"
-    )
-    synthetic_runs.write_study(config, synthetic_runs.MACHINES["2x16x2"], out, "two-socket")
-    system = out / "results" / "two-socket"
+    _, system = synthetic_runs.write_affinity_study(out, "big", [1, 16, 64], repeats=60)
     measurements = str(system / "measurements.csv")
     collect.collect_runs(sorted(str(p) for p in system.glob("runs/**/r*.jsonl")), measurements, str(system / "topology.json"))
     summaries = {name: str(out / f"{name}.csv") for name in ("cells", "problems", "modes")}

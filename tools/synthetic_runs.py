@@ -293,6 +293,20 @@ def write_study(config_path: Path, machine: Machine, out: Path, system: str, rep
     return planted
 
 
+def write_affinity_study(out: Path, experiment: str, threads: list[int], repeats: int,
+                         machine: str = "2x16x2", system: str = "two-socket") -> tuple[dict, Path]:
+    """A STREAM study of threads x none/close/spread, written as write_study
+    does; returns what was planted and out/results/<system>."""
+    config = out / "in.yaml"
+    config.write_text(yaml.safe_dump({
+        "repeats": repeats, "ntimes": 3,
+        "experiments": {experiment: {"kernel": "stream", "threads": threads,
+                                     "affinity": ["none", "close", "spread"]}},
+    }, sort_keys=False))  # fmt: skip
+    planted = write_study(config, MACHINES[machine], out, system)
+    return planted, out / "results" / system
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", type=Path, required=True, help="a membench config (stream experiments)")
