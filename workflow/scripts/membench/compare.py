@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,12 +40,14 @@ KNOBS = [
 ]  # fmt: skip
 NOT_KNOBS = ("pages_requested",)  # "variant" resolves it; `pages` holds what was asked of the harness
 MIN_CLASS_RUNS = 4  # per side: the fewest runs with which a 95 % interval exists
-PLACEMENT_P = 0.01  # chi-square test of the class shares, per factor
+PLACEMENT_P = 0.01
+PARALLEL_CELLS = 200  # cell directories (both sides) from which the sides are read in parallel  # chi-square test of the class shares, per factor
 SEP = "\x1f"  # between the knobs of a key
 ROW_KEYS = [
     "system", "system_base", "system_new", "experiment", "cell", "op", "metric", "unit", "working_set_bytes",
     "placement_class", "n_base", "n_new", "median_base", "median_new", "ratio", "ratio_low", "ratio_high",
-    "p_value", "verdict", "threshold", "confidence", "n_needed", "placement_differs", "multimodal", "confounded",
+    "p_value", "verdict", "threshold", "confidence", "row_confidence", "n_needed", "placement_differs", "multimodal",
+    "confounded",
     "notes", "knobs",
 ]  # fmt: skip
 
@@ -61,6 +65,7 @@ class Side:
     environment: dict | None = None
     topology: dict | None = None
     table: pd.DataFrame = field(default_factory=pd.DataFrame)
+    levels: pd.DataFrame = field(default_factory=pd.DataFrame)  # placement class per ok run and factor, as text
 
 
 def parse_side(spec: str) -> tuple[Path, str | None]:
@@ -112,7 +117,19 @@ def read_side(label: str, spec: str, results: Path, system: str) -> Side:
     topology = _json_or_none(base / "topology.json")
     files = sorted(str(p) for p in (base / "runs").glob("**/r*.jsonl"))
     table = collect.records_table(collect.read_records(files), {system: topology} if topology else None)
-    return Side(label, spec, results, system, _json_or_none(base / "environment.json"), topology, table)
+    ok = table[table["status"] == "ok"] if "status" in table else table.iloc[:0]
+    levels = factor_levels(ok).fillna("unknown").astype(str)
+    return Side(label, spec, results, system, _json_or_none(base / "environment.json"), topology, table, levels)
+
+
+def read_sides(*sides: tuple[str, str, Path, str]) -> list[Side]:
+    """read_side of each, in processes of their own when the runs are many
+    (reading and classifying records is most of a large comparison's time)."""
+    cells = sum(1 for _, _, results, system in sides for _ in (results / system / "runs").glob("*/*/*"))
+    if cells < PARALLEL_CELLS or (os.cpu_count() or 1) < 2:
+        return [read_side(*side) for side in sides]
+    with ProcessPoolExecutor(max_workers=min(len(sides), os.cpu_count() or 1)) as pool:
+        return list(pool.map(read_side, *zip(*sides)))
 
 
 # ----------------------------------------------------------------- matching
@@ -143,24 +160,42 @@ def knob_columns(base: pd.DataFrame, new: pd.DataFrame, ignore: list[str]) -> tu
     return knobs, notes
 
 
-def _keys(table: pd.DataFrame, knobs: list[str]) -> pd.Series:
-    """One text key per row: the knobs' values, JSON-encoded."""
-    parts = []
+def _pair_keys(base: pd.DataFrame, new: pd.DataFrame, knobs: list[str]) -> tuple[pd.Series, pd.Series]:
+    """One text key per row of each side (the knobs' values, JSON-encoded,
+    joined by SEP); built per distinct combination, not per row."""
+    both = pd.concat([base.reindex(columns=knobs), new.reindex(columns=knobs)], ignore_index=True)
+    if not knobs or both.empty:
+        return pd.Series("", index=base.index, dtype=object), pd.Series("", index=new.index, dtype=object)
+    texts = pd.DataFrame(index=both.index)
     for knob in knobs:
-        column = table[knob] if knob in table else pd.Series(None, index=table.index, dtype=object)
+        column = both[knob]
         mapping = {v: json.dumps(_norm(v)) for v in column.dropna().unique()}
-        parts.append(column.map(mapping).fillna("null").astype(str))
-    if not parts:
-        return pd.Series("", index=table.index)
-    key = parts[0]
-    for part in parts[1:]:
-        key = key + SEP + part
-    return key
+        texts[knob] = column.map(mapping).fillna("null").astype(object)
+    ids = texts.groupby(knobs, sort=False, dropna=False).ngroup().to_numpy()
+    first = texts.groupby(ids, sort=False).head(1)
+    names = np.empty(ids.max() + 1, dtype=object)
+    names[ids[first.index]] = [SEP.join(row) for row in first[knobs].itertuples(index=False)]
+    keys = names[ids]
+    return pd.Series(keys[: len(base)], index=base.index), pd.Series(keys[len(base):], index=new.index)
 
 
-def _knob_text(key: str, knobs: list[str]) -> str:
+def _knob_text(key: str, knobs: list[str], leave_out: tuple[str, ...] = ()) -> str:
     values = [json.loads(v) for v in key.split(SEP)] if knobs else []
-    return " ".join(f"{k.removesuffix('_requested')}={v}" for k, v in zip(knobs, values) if v is not None)
+    return " ".join(f"{k.removesuffix('_requested')}={v}" for k, v in zip(knobs, values)
+                    if v is not None and k not in leave_out)  # fmt: skip
+
+
+def differing_knobs(b_only: pd.DataFrame, n_only: pd.DataFrame, knobs: list[str]) -> list[str]:
+    """Knobs whose values on the cells found on BASE only never occur on
+    the cells found on NEW only: what was changed on purpose, perhaps."""
+    found = []
+    for knob in knobs:
+        if knob in ("op", "working_set_bytes") or knob not in b_only or knob not in n_only:
+            continue
+        b_values, n_values = set(b_only[knob].dropna().astype(str)), set(n_only[knob].dropna().astype(str))
+        if b_values and n_values and not b_values & n_values:
+            found.append(knob)
+    return found
 
 
 def _ambiguous(side: Side, keys: pd.Series, ignore: list[str]) -> list[str]:
@@ -179,15 +214,16 @@ def _ambiguous(side: Side, keys: pd.Series, ignore: list[str]) -> list[str]:
 # ---------------------------------------------------------------- placement
 
 
-def placement_difference(b_ok: pd.DataFrame, n_ok: pd.DataFrame) -> list[str]:
+def placement_difference(b_levels: pd.DataFrame, n_levels: pd.DataFrame) -> list[str]:
     """The factors whose class shares differ between the sides: every run
     of each side in one class and the classes differ, or a chi-square test
     of the shares with p < PLACEMENT_P."""
-    b_levels, n_levels = factor_levels(b_ok), factor_levels(n_ok)
     found = []
     for factor in [f for f in b_levels if f in n_levels]:
-        b, n = b_levels[factor].fillna("unknown").astype(str), n_levels[factor].fillna("unknown").astype(str)
-        b_counts, n_counts = b.value_counts(), n.value_counts()
+        b, n = b_levels[factor].to_numpy(), n_levels[factor].to_numpy()
+        if len(b) and (b == b[0]).all() and (n == b[0]).all():
+            continue  # one class, the same on both sides
+        b_counts, n_counts = pd.Series(b).value_counts(), pd.Series(n).value_counts()
         if set(b_counts.index) == set(n_counts.index) and len(b_counts) == 1:
             continue
         if len(b_counts) == 1 and len(n_counts) == 1:
@@ -222,11 +258,13 @@ def _label(side: Side, group: pd.DataFrame, column: str) -> str:
     return "; ".join(names[:2]) + (f" (+{len(names) - 2})" if len(names) > 2 else "") if names else "–"
 
 
-def compare_sides(base: Side, new: Side, *, threshold: float, confidence: float, ignore: list[str]) -> dict:
-    """Rows (ROW_KEYS), unmatched cells and notes of one pair of systems."""
+def compare_sides(base: Side, new: Side, *, ignore: list[str]) -> dict:
+    """The row groups of one pair of systems (each matched cell and metric,
+    then its placement-class rows; statistics not yet computed: decide()
+    does), its unmatched cells and notes."""
     b_table, n_table = base.table, new.table
     knobs, notes = knob_columns(b_table, n_table, ignore)
-    b_keys, n_keys = _keys(b_table, knobs), _keys(n_table, knobs)
+    b_keys, n_keys = _pair_keys(b_table, n_table, knobs)
     problems = _ambiguous(base, b_keys, ignore) + _ambiguous(new, n_keys, ignore)
     if problems:
         raise SideError("; ".join(problems))
@@ -234,7 +272,7 @@ def compare_sides(base: Side, new: Side, *, threshold: float, confidence: float,
     n_ok_mask = (n_table["status"] == "ok") if "status" in n_table else pd.Series(False, index=n_table.index)
     b_groups = {k: g for k, g in b_table[b_ok_mask].groupby(b_keys[b_ok_mask], sort=False)}
     n_groups = {k: g for k, g in n_table[n_ok_mask].groupby(n_keys[n_ok_mask], sort=False)}
-    groups = []
+    groups, placement_cache = [], {}
     system = base.system if base.system == new.system else f"{base.system} → {new.system}"
     for key, b_group in b_groups.items():
         n_group = n_groups.get(key)
@@ -245,7 +283,7 @@ def compare_sides(base: Side, new: Side, *, threshold: float, confidence: float,
             "experiment": _label(base, b_group, "experiment"), "cell": _label(base, b_group, "cell"),
             "op": _norm(b_group["op"].iloc[0]) if "op" in b_group else None,
             "working_set_bytes": _norm(b_group["working_set_bytes"].iloc[0]) if "working_set_bytes" in b_group else None,
-            "knobs": _knob_text(key, knobs), "threshold": threshold, "confidence": confidence,
+            "knobs": _knob_text(key, knobs),
         }  # fmt: skip
         for metric, (unit, higher) in METRICS.items():
             if metric not in b_group or metric not in n_group:
@@ -253,22 +291,34 @@ def compare_sides(base: Side, new: Side, *, threshold: float, confidence: float,
             b_ok, n_ok = b_group[b_group[metric].notna()], n_group[n_group[metric].notna()]
             if b_ok.empty or n_ok.empty:
                 continue
-            groups.append(_metric_rows(common, b_ok, n_ok, metric, unit, higher, threshold, confidence))
+            levels = (base.levels.reindex(b_ok.index), new.levels.reindex(n_ok.index))
+            groups.append(_metric_rows(common, b_ok, n_ok, levels, metric, unit, higher, placement_cache))
     unmatched = _unmatched(base, b_table, b_keys, set(n_groups), n_table, n_keys, knobs)
     unmatched += _unmatched(new, n_table, n_keys, set(b_groups), b_table, b_keys, knobs)
-    return {"rows": ordered(groups), "unmatched": unmatched, "notes": notes, "knobs": knobs}
+    if unmatched:
+        b_only = b_table[b_ok_mask & ~b_keys.isin(set(n_groups))]
+        n_only = n_table[n_ok_mask & ~n_keys.isin(set(b_groups))]
+        changed = differing_knobs(b_only, n_only, knobs)
+        if changed:
+            notes.append(f"the unmatched cells of the two sides differ in {', '.join(changed)}: to compare them, "
+                         f"leave it out of the match (IGNORE={','.join(changed)}, --ignore {','.join(changed)})")  # fmt: skip
+    return {"groups": groups, "unmatched": unmatched, "notes": notes, "knobs": knobs}
 
 
-def _metric_rows(common, b_ok, n_ok, metric, unit, higher, threshold, confidence) -> list[dict]:
-    stats = dict(higher_is_better=higher, threshold=threshold, confidence=confidence)
-    row = {**common, "metric": metric, "unit": unit, "placement_class": "all",
-           **compare_values(b_ok[metric], n_ok[metric], **stats)}  # fmt: skip
+def _metric_rows(common, b_ok, n_ok, levels, metric, unit, higher, placement_cache) -> list[dict]:
+    row = {**common, "metric": metric, "unit": unit, "placement_class": "all", "_values": (b_ok[metric], n_ok[metric]),
+           "_higher": higher}  # fmt: skip
     notes = []
     if "cell" in n_ok and set(n_ok["cell"].dropna()) != set(b_ok["cell"].dropna()):
         notes.append(f"NEW cell: {_label(None, n_ok, 'cell')}")
     if "threads" in b_ok and "threads" in n_ok and set(b_ok["threads"]) != set(n_ok["threads"]):
         notes.append(f"threads obtained: BASE {sorted(set(b_ok['threads']))}, NEW {sorted(set(n_ok['threads']))}")
-    differs = placement_difference(b_ok, n_ok)
+    # the ops (and working sets) of one process share its placement: tested once per cell
+    cache_key = (common["cell"], tuple(b_ok["repeat"]) if "repeat" in b_ok else len(b_ok),
+                 tuple(n_ok["repeat"]) if "repeat" in n_ok else len(n_ok))  # fmt: skip
+    if cache_key not in placement_cache:
+        placement_cache[cache_key] = placement_difference(*levels)
+    differs = placement_cache[cache_key]
     if differs:
         notes.append("placement differs: " + "; ".join(differs))
     (b_modes, b_factor), (n_modes, n_factor) = explaining_factors(b_ok, metric), explaining_factors(n_ok, metric)
@@ -279,7 +329,7 @@ def _metric_rows(common, b_ok, n_ok, metric, unit, higher, threshold, confidence
         counts = f"BASE {b_modes or '–'} mode(s), NEW {n_modes or '–'}"
         if factor:
             notes.append(f"multimodal ({counts}), explained by {FACTORS[factor]}: compared per class below")
-            extra, skipped = _class_rows(row, b_ok, n_ok, metric, factor, stats)
+            extra, skipped = _class_rows(row, b_ok, n_ok, levels, metric, factor)
             if skipped:
                 notes.append(f"too few runs to compare in class(es): {', '.join(skipped)}")
             confounded = bool(differs)
@@ -294,10 +344,10 @@ def _metric_rows(common, b_ok, n_ok, metric, unit, higher, threshold, confidence
     return [row, *extra]
 
 
-def _class_rows(row, b_ok, n_ok, metric, factor, stats) -> tuple[list[dict], list[str]]:
+def _class_rows(row, b_ok, n_ok, levels, metric, factor) -> tuple[list[dict], list[str]]:
     """One row per class of `factor` with enough runs on both sides."""
-    b_levels = factor_levels(b_ok).get(factor, pd.Series("unknown", index=b_ok.index)).fillna("unknown").astype(str)
-    n_levels = factor_levels(n_ok).get(factor, pd.Series("unknown", index=n_ok.index)).fillna("unknown").astype(str)
+    b_levels = levels[0][factor] if factor in levels[0] else pd.Series("unknown", index=b_ok.index)
+    n_levels = levels[1][factor] if factor in levels[1] else pd.Series("unknown", index=n_ok.index)
     rows, skipped = [], []
     for level in sorted(set(b_levels) | set(n_levels)):
         b_vals, n_vals = b_ok.loc[b_levels == level, metric], n_ok.loc[n_levels == level, metric]
@@ -305,7 +355,7 @@ def _class_rows(row, b_ok, n_ok, metric, factor, stats) -> tuple[list[dict], lis
         if len(b_vals) < MIN_CLASS_RUNS or len(n_vals) < MIN_CLASS_RUNS:
             skipped.append(f"{name} (BASE {len(b_vals)}, NEW {len(n_vals)} runs)")
             continue
-        rows.append({**row, "placement_class": name, **compare_values(b_vals, n_vals, **stats),
+        rows.append({**row, "placement_class": name, "_values": (b_vals, n_vals),
                      "placement_differs": False, "multimodal": "no", "confounded": False,
                      "notes": f"runs of {name} only"})  # fmt: skip
     return rows, skipped
@@ -332,7 +382,8 @@ def _unmatched(side: Side, table, keys, other_keys: set, other_table, other_keys
         why = other_status.get(first, "no cell with these knobs")
         out.append({
             "only_on": side.label, "system": side.system, "experiment": _label(side, group, "experiment"),
-            "cell": str(cell), "rows": int(group["_key"].nunique()), "knobs": _knob_text(first, knobs),
+            "cell": str(cell), "rows": int(group["_key"].nunique()),
+            "knobs": _knob_text(first, knobs, ("op", "working_set_bytes")),
             "other_side": why,
         })  # fmt: skip
     return out
@@ -344,6 +395,23 @@ VERDICT_ORDER = {"worse": 0, "better": 1, "undecided": 2, "same": 3}
 def _effect(row: dict) -> float:
     ratio = row["ratio"]
     return -abs(math.log(ratio)) if ratio and np.isfinite(ratio) and ratio > 0 else 0.0
+
+
+def decide(groups: list[list[dict]], *, threshold: float, confidence: float) -> list[dict]:
+    """The statistics of every row (membench.compare_stats), at a per-row
+    level that makes `confidence` hold for all rows together (Bonferroni:
+    1 - (1 - confidence) / rows), so that a comparison of many cells with
+    no change is wholly `same`/`undecided` with probability >= confidence;
+    rows ordered changes first."""
+    count = sum(len(group) for group in groups)
+    level = 1 - (1 - confidence) / max(count, 1)
+    for group in groups:
+        for row in group:
+            b_vals, n_vals = row.pop("_values")
+            higher = row.pop("_higher")
+            row.update(compare_values(b_vals, n_vals, higher_is_better=higher, threshold=threshold, confidence=level),
+                       threshold=threshold, confidence=confidence, row_confidence=level)  # fmt: skip
+    return ordered(groups)
 
 
 def ordered(groups: list[list[dict]]) -> list[dict]:

@@ -96,8 +96,9 @@ def conditions(base, new) -> list[dict]:
     """Every condition row (see the module doc), differences first within
     each kind. base/new: compare.Side (environment, topology, table)."""
     rows = []
-    for kernel_variant in sorted(set(_binaries(base.table)) & set(_binaries(new.table))):
-        b, n = _binaries(base.table)[kernel_variant], _binaries(new.table)[kernel_variant]
+    b_bin, n_bin = _binaries(base.table), _binaries(new.table)
+    for kernel_variant in sorted(set(b_bin) & set(n_bin)):
+        b, n = b_bin[kernel_variant], n_bin[kernel_variant]
         for key, label in BINARY_KEYS.items():
             if key in b or key in n:
                 rows.append(_row("binary", f"{'-'.join(kernel_variant)}: {label}",

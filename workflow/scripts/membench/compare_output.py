@@ -64,7 +64,8 @@ def verdict_text(row: dict) -> str:
 
 def terminal_table(result: dict) -> str:
     lines = [f"membench compare  BASE={result['base']}  NEW={result['new']}",
-             f"threshold ±{result['threshold']:.1%}, {result['confidence']:.0%} intervals; {METHOD}"]  # fmt: skip
+             f"threshold ±{result['threshold']:.1%}; intervals {result['confidence']:.0%} for all rows together "
+             f"(each row at {result['row_confidence']:.4%}, Bonferroni); {METHOD}"]  # fmt: skip
     for pair in result["pairs"]:
         lines.append(f"\n[{pair['system_base']} → {pair['system_new']}] {pair['headline']}")
         for row in pair["conditions"]:
@@ -74,7 +75,7 @@ def terminal_table(result: dict) -> str:
     rows = result["rows"]
     counts = result["counts"]
     lines.append("\n" + ", ".join(f"{counts[v]} {v}" for v in compare_stats.VERDICTS) + f" (of {len(rows)} rows)")
-    header = ["verdict", "cell / op", "metric", "n base/new", "median base", "median new", "ratio NEW/BASE [95 %]", "p"]
+    header = ["verdict", "cell / op", "metric", "n base/new", "median base", "median new", "ratio NEW/BASE [interval]", "p"]
     table = []
     shown = {v: 0 for v in compare_stats.VERDICTS}
     hidden = {v: 0 for v in compare_stats.VERDICTS}
@@ -122,19 +123,21 @@ def run_compare(base: str, new: str, out: Path, *, threshold: float = 0.02, conf
                 ignore: list[str] = (), html: bool = True) -> tuple[dict, int]:
     """Compare, write every output under `out`; (result, exit code)."""
     pairs, system_notes = compare.pair_systems(base, new)
+    groups = []
     result = {"schema": JSON_SCHEMA, "base": base, "new": new, "threshold": threshold, "confidence": confidence,
               "method": METHOD, "ignored_knobs": list(ignore), "pairs": [], "rows": []}  # fmt: skip
     for b_system, b_dir, n_system, n_dir in pairs:
-        b_side = compare.read_side("BASE", base, b_dir, b_system)
-        n_side = compare.read_side("NEW", new, n_dir, n_system)
-        found = compare.compare_sides(b_side, n_side, threshold=threshold, confidence=confidence, ignore=list(ignore))
+        b_side, n_side = compare.read_sides(("BASE", base, b_dir, b_system), ("NEW", new, n_dir, n_system))
+        found = compare.compare_sides(b_side, n_side, ignore=list(ignore))
         rows = compare_conditions.conditions(b_side, n_side)
         result["pairs"].append({
             "system_base": b_system, "system_new": n_system, "headline": compare_conditions.headline(rows),
             "conditions": rows, "knobs": found["knobs"], "notes": found["notes"] + system_notes,
             "unmatched": found["unmatched"],
         })  # fmt: skip
-        result["rows"] += found["rows"]
+        groups += found["groups"]
+    result["rows"] = compare.decide(groups, threshold=threshold, confidence=confidence)
+    result["row_confidence"] = result["rows"][0]["row_confidence"] if result["rows"] else confidence
     result["counts"] = {v: sum(1 for r in result["rows"] if r["verdict"] == v) for v in compare_stats.VERDICTS}
     out = Path(out)
     frame = pd.DataFrame(result["rows"], columns=compare.ROW_KEYS)

@@ -16,6 +16,12 @@ Mann-Whitney interval keeps its coverage at every n (at n = 3 per side no
 files give the same verdict), it agrees with the rank test printed beside
 it, and it costs one sort, not thousands of resamples.
 
+The confidence is the caller's: `make compare` asks each row for
+1 - (1 - 95 %) / rows (Bonferroni), so that the 95 % holds for all rows of
+a comparison together: with many cells and no change, some row's 95 %
+interval would otherwise miss by chance, and one false `worse` fails a CI
+job (exit code 1).
+
 Verdict against a threshold t (a fraction, 0.02 = 2 %), on the interval
 [low, high] of the ratio: wholly outside [1 - t, 1 + t] in the bad
 direction: worse; in the good direction: better; wholly inside: same;
