@@ -196,6 +196,7 @@ def test_ignore_matches_sides_that_differ_in_a_knob(study, tmp_path):
         path.write_text("".join(json.dumps(r) + "\n" for r in records))
     result, _ = run_compare(str(base), str(new), tmp_path / "out", html=False)
     assert not result["rows"] and len(result["pairs"][0]["unmatched"]) == 12
+    assert any("differ in pages" in note and "IGNORE=pages" in note for note in result["pairs"][0]["notes"])
     result, _ = run_compare(str(base), str(new), tmp_path / "out", html=False, ignore=["pages"])
     assert len(result["rows"]) >= 24 and "pages" not in result["pairs"][0]["knobs"]
     # ignoring affinity would pool none, close and spread: refused
