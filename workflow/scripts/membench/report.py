@@ -20,7 +20,9 @@ from markupsafe import Markup
 
 from membench.records import write_text_atomic
 from membench.concurrency import effective_concurrency, idle_latencies
+from membench.peak import best_shares, cell_shares, concurrency_needed, system_peaks
 from membench.stats import add_series
+from membench.peak_tables import percent
 from membench.tables import idle_latency_table, tables_for
 
 
@@ -71,6 +73,7 @@ def make_environment(template_dir: Path) -> jinja2.Environment:
     env.filters["number"] = number
     env.filters["bytes"] = human_bytes
     env.filters["cpu_ranges"] = cpu_ranges
+    env.filters["percent"] = percent
     return env
 
 
@@ -147,7 +150,9 @@ def build_context(
     modes: pd.DataFrame | None = None,
 ) -> dict:
     line_bytes = {name: system["topology"]["line_bytes"] for name, system in systems.items()}
-    ec = effective_concurrency(cells, line_bytes)
+    peaks = system_peaks(systems, config.get("systems"))
+    shares = cell_shares(cells, peaks)
+    ec = concurrency_needed(effective_concurrency(cells, line_bytes), shares, line_bytes)
     experiments = []
     for name, spec in config["experiments"].items():
         part = cells[cells["experiment"] == name]
@@ -158,7 +163,7 @@ def build_context(
                 "kernel": spec["kernel"],
                 "axes": {k: v for k, v in spec.items() if k not in ("kernel", "exclude") and _relevant(k, spec["kernel"])},
                 "figures": {kind: Markup(svg) for kind, svg in figures.get(name, {}).items()},
-                "tables": tables_for(spec["kernel"], part, part_ec),
+                "tables": tables_for(spec["kernel"], part, part_ec, shares[shares["experiment"] == name]),
                 "cells": _records(part),
                 # beside the placement figure, whose runs and ticks it explains
                 "modes": _modes_rows(modes, name, part) if "placement" in figures.get(name, {}) else [],
@@ -171,6 +176,10 @@ def build_context(
         "problems": _records(problems),
         "warnings": cache_warnings(cells, systems),
         "little": little_example(ec),
+        # per system: the peak, its source and derivation, or why unknown;
+        # the best share per system and kernel family (for summaries too)
+        "peaks": peaks,
+        "peak_best": best_shares(shares),
         "idle_latencies": idle_latency_table(idle_latencies(cells)),
         "config_yaml": yaml.safe_dump(config, sort_keys=False),
         "totals": {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from membench.peak import nodes_holding_pages
 from membench.placement import placement_summary
 
 # A cell as requested, plus what the host resolved it to.
@@ -96,6 +97,8 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
         )
         if "node_name" in ok:
             row["nodes_obtained"] = _pattern_counts(ok["node_name"])
+        if "page_nodes" in ok:
+            row["page_nodes_used"] = nodes_holding_pages(ok["page_nodes"])  # the peak a cell is held against
         if "placement_problems" in ok:
             flagged = ok["placement_problems"].dropna()
             row.update(placement_mismatches=len(flagged), placement_notes=_pattern_counts(flagged) or None)
