@@ -136,11 +136,13 @@ def peak_from_dmidecode(text: str, packages: int) -> dict:
 
 
 def run_dmidecode(command: str = "dmidecode") -> tuple[str | None, str | None]:
-    """(stdout, None), or (None, why it could not be read)."""
-    if shutil.which(command) is None:
+    """(stdout, None), or (None, why it could not be read). A user's PATH
+    often lacks the sbin folders where dmidecode lives."""
+    path = shutil.which(command) or shutil.which(command, path="/usr/sbin:/sbin")
+    if path is None:
         return None, f"{command} is not installed (Debian: apt-get install dmidecode)"
     try:
-        done = subprocess.run([command, "-t", "memory"], capture_output=True, text=True, timeout=30)
+        done = subprocess.run([path, "-t", "memory"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"{command} -t memory failed: {exc}"
     if done.returncode != 0 and "Memory Device" not in done.stdout:

@@ -101,6 +101,12 @@ ONLY_FOR = {
 }
 
 
+PEAK_NOTE = (
+    "Dashed: the theoretical peak of the nodes holding the pages (see Machine for its source); the curves are the "
+    "STREAM count, the tables' % of peak the memory traffic with write-allocate reads."
+)
+
+
 def _relevant(key: str, kernel: str) -> bool:
     return kernel in ONLY_FOR.get(key, (kernel,))
 
@@ -180,6 +186,7 @@ def build_context(
         # the best share per system and kernel family (for summaries too)
         "peaks": peaks,
         "peak_best": best_shares(shares),
+        "peak_note": PEAK_NOTE if not shares.empty else None,
         "idle_latencies": idle_latency_table(idle_latencies(cells)),
         "config_yaml": yaml.safe_dump(config, sort_keys=False),
         "totals": {
