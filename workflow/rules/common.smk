@@ -145,9 +145,10 @@ PEAK_SETTINGS = {
 
 
 def figure_peaks(wildcards):
-    """The stated peaks a figure draws: only bandwidth-vs-threads/size
-    figures draw one, so a peak edit redraws only those."""
-    return PEAK_SETTINGS if wildcards.kind in ("scaling", "size") else {}
+    """The stated peaks a figure draws: only the bandwidth-vs-threads,
+    -size and version-ladder figures draw one, so a peak edit redraws only
+    those."""
+    return PEAK_SETTINGS if wildcards.kind in ("scaling", "size", "ladder") else {}
 
 
 def provenance():

@@ -279,7 +279,7 @@ def size_svg(cells: pd.DataFrame, name: str, peaks: list[tuple[float, str]] = ()
     return to_svg(fig, name)
 
 
-def ladder_svg(measurements: pd.DataFrame, name: str) -> str:
+def ladder_svg(measurements: pd.DataFrame, name: str, peaks: list[tuple[float, str]] = ()) -> str:
     """McCalpin's ladder: GB/s of every version, each repetition a dot and
     the mean a bar, one colour per system (or series)."""
     # The variant is the x axis, and the page size follows it (pages: variant).
@@ -300,6 +300,7 @@ def ladder_svg(measurements: pd.DataFrame, name: str) -> str:
     ax.set_xlabel("version")
     ax.set_ylabel(GBPS_LABEL)
     ax.set_ylim(bottom=0)
+    draw_peak_lines(ax, peaks)
     ax.tick_params(axis="x", rotation=60)
     ax.legend(title="dots: repetitions, bars: mean", fontsize="small")
     fig.tight_layout()
@@ -410,6 +411,10 @@ def plot_figure(
         table = table[table["experiment"] == experiment]
         if kind == "placement":
             svg = placement_svg(table, name, pd.read_csv(modes_csv) if modes_csv else None)
+        elif kind == "ladder":
+            cells = pd.read_csv(cells_csv)
+            peaks = peak_lines(cells[cells["experiment"] == experiment], figure_systems(topology, environment), peak_settings)
+            svg = ladder_svg(table, name, peaks)
         else:
-            svg = {"histogram": histogram_svg, "ladder": ladder_svg}[kind](table, name)
+            svg = histogram_svg(table, name)
     write_text_atomic(Path(output), svg)
