@@ -20,6 +20,7 @@ from markupsafe import Markup
 
 from membench.records import write_text_atomic
 from membench.concurrency import effective_concurrency, idle_latencies
+from membench.headline import system_headlines
 from membench.peak import best_shares, cell_shares, concurrency_needed, system_peaks
 from membench.stats import add_series
 from membench.peak_tables import percent
@@ -175,7 +176,14 @@ def build_context(
                 "modes": _modes_rows(modes, name, part) if "placement" in figures.get(name, {}) else [],
             }
         )
+    latencies = idle_latencies(cells)
+    best = best_shares(shares)
+    headlines = system_headlines(cells, ec, latencies, modes, systems, list(config["experiments"]))
+    for headline in headlines:  # the theoretical peak and the best share per family, on the first screen too
+        headline["theoretical"] = peaks[headline["system"]]
+        headline["peak_shares"] = [b for b in best if b["system"] == headline["system"]]
     return {
+        "headlines": headlines,
         "provenance": provenance,
         "systems": systems,
         "experiments": experiments,
@@ -185,9 +193,9 @@ def build_context(
         # per system: the peak, its source and derivation, or why unknown;
         # the best share per system and kernel family (for summaries too)
         "peaks": peaks,
-        "peak_best": best_shares(shares),
+        "peak_best": best,
         "peak_note": PEAK_NOTE if not shares.empty else None,
-        "idle_latencies": idle_latency_table(idle_latencies(cells)),
+        "idle_latencies": idle_latency_table(latencies),
         "config_yaml": yaml.safe_dump(config, sort_keys=False),
         "totals": {
             "cells": int(cells[["system", "cell"]].drop_duplicates().shape[0]),
