@@ -175,6 +175,8 @@ def test_scaling_figure_marks_the_peak():
     with_line = figures.scaling_svg(cells, "s", [(200.0, "peak 200.0 GB/s: memory, 2 of 2 nodes (config)")])
     assert "peak 200.0 GB/s: memory, 2 of 2 nodes" in with_line
     assert "peak" not in figures.scaling_svg(cells, "s", [])
+    far = figures.scaling_svg(cells, "s", [(5000.0, "peak 5000.0 GB/s: memory, 2 of 2 nodes (config)")])
+    assert "↑ off scale, peak 5000.0 GB/s" in far  # named, not drawn: the curves keep their axis
 
 
 TOPOLOGY = {

@@ -103,7 +103,8 @@ ONLY_FOR = {
 
 
 PEAK_NOTE = (
-    "Dashed: the theoretical peak of the nodes holding the pages (see Machine for its source); the curves are the "
+    "Dashed: the theoretical peak of the nodes holding the pages (see Machine for its source; a peak more than 4 × "
+    "above the axis is named at its top instead of squashing the data); the curves are the "
     "STREAM count, the tables' % of peak the memory traffic with write-allocate reads."
 )
 
