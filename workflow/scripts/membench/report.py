@@ -22,8 +22,8 @@ from membench.records import write_text_atomic
 from membench.concurrency import effective_concurrency, idle_latencies
 from membench.headline import system_headlines
 from membench.peak import best_shares, cell_shares, concurrency_needed, system_peaks
-from membench.stats import add_series
 from membench.peak_tables import percent
+from membench.stats import add_series
 from membench.tables import idle_latency_table, tables_for
 
 
