@@ -21,6 +21,7 @@ from markupsafe import Markup
 from membench.records import write_text_atomic
 from membench.concurrency import effective_concurrency, idle_latencies
 from membench.headline import system_headlines
+from membench.hierarchy import hierarchy, measured_clocks
 from membench.stats import add_series
 from membench.tables import idle_latency_table, tables_for
 
@@ -166,8 +167,10 @@ def build_context(
             }
         )
     latencies = idle_latencies(cells)
+    levels = hierarchy(cells, {name: system["topology"] for name, system in systems.items()}, measured_clocks(cells))
     return {
-        "headlines": system_headlines(cells, ec, latencies, modes, systems, list(config["experiments"])),
+        "hierarchy": levels,
+        "headlines": system_headlines(cells, ec, latencies, modes, systems, list(config["experiments"]), levels),
         "provenance": provenance,
         "systems": systems,
         "experiments": experiments,
