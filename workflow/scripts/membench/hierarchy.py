@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from membench.concurrency import PAGE_BYTES
 from membench.matrix import DEFAULT_CHASE_GROUP, group_text, size_text
 
 # A point belongs to the plateau in hand while its latency lies within
@@ -158,7 +159,7 @@ def hierarchy(cells: pd.DataFrame, topologies: dict[str, dict], clocks: dict[str
         levels = cache_levels(topologies.get(system, {}))
         sizes = dict(levels)
         clock = (clocks or {}).get(system) or {"ghz": None, "source": "core clock not measured: cycles not shown"}
-        pages = list(dict.fromkeys(mine["pages"]))
+        pages = sorted(dict.fromkeys(mine["pages"]), key=lambda p: PAGE_BYTES.get(p, math.inf))  # 4k first
         rows: dict[str, dict] = {}
         for page in pages:
             curve = mine[mine["pages"] == page].groupby("working_set_bytes")["ns_median"].median()
