@@ -21,6 +21,7 @@ from markupsafe import Markup
 from membench.records import write_text_atomic
 from membench.concurrency import effective_concurrency, idle_latencies
 from membench.headline import system_headlines
+from membench.hierarchy import hierarchy, measured_clocks
 from membench.peak import best_shares, cell_shares, concurrency_needed, system_peaks
 from membench.peak_tables import percent
 from membench.stats import add_series
@@ -179,11 +180,13 @@ def build_context(
         )
     latencies = idle_latencies(cells)
     best = best_shares(shares)
-    headlines = system_headlines(cells, ec, latencies, modes, systems, list(config["experiments"]))
+    levels = hierarchy(cells, {name: system["topology"] for name, system in systems.items()}, measured_clocks(cells))
+    headlines = system_headlines(cells, ec, latencies, modes, systems, list(config["experiments"]), levels)
     for headline in headlines:  # the theoretical peak and the best share per family, on the first screen too
         headline["theoretical"] = peaks[headline["system"]]
         headline["peak_shares"] = [b for b in best if b["system"] == headline["system"]]
     return {
+        "hierarchy": levels,
         "headlines": headlines,
         "provenance": provenance,
         "systems": systems,

@@ -87,7 +87,8 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
         if ok.empty:
             rows.append(row)
             continue
-        for metric, prefix in (("gbps", "gbps"), ("gbps_wa", "gbps_wa"), ("ns_per_load", "ns")):
+        # core_ghz: the clock the chase measured beside its latency (cycles in the hierarchy table)
+        for metric, prefix in (("gbps", "gbps"), ("gbps_wa", "gbps_wa"), ("ns_per_load", "ns"), ("core_ghz", "core_ghz")):
             if metric in ok and ok[metric].notna().any():
                 row.update(distribution(ok[metric].dropna(), prefix))
         row.update(
