@@ -12,4 +12,6 @@ plot_figure(
     topology=list(snakemake.input.topology),
     output=snakemake.output[0],
     modes_csv=snakemake.input.modes,
+    environment=list(snakemake.input.environment),
+    peak_settings=snakemake.params.peaks,
 )
