@@ -214,6 +214,18 @@ def test_placement_that_differs_is_marked(study, tmp_path):
     assert marked and all("t1_close" in cell for cell in marked)
     row = next(r for r in result["rows"] if r["placement_differs"])
     assert "page nodes: BASE local ×20, NEW remote ×20" in row["notes"]
+    assert "≠ 4 row(s): verified placement differs" in (tmp_path / "out" / "compare.txt").read_text()
+
+
+def test_the_figure_stays_bounded_at_many_cells():
+    from membench import compare_html
+
+    rows = [{"experiment": "big", "cell": f"big/stream-default/t{i}", "op": "triad", "working_set_bytes": None,
+             "placement_class": "all", "unit": "GB/s", "ratio": 1.0, "ratio_low": 0.99, "ratio_high": 1.01,
+             "verdict": "worse" if i < 3 else "same"} for i in range(1000)]  # fmt: skip
+    (section,) = compare_html.experiment_sections({"rows": rows, "threshold": 0.02})
+    assert section["left_out"] == 960 and section["left_counts"] == {"same": 960}
+    assert section["figure"].count("t0 triad") == 1 and "t40 triad" not in section["figure"]
 
 
 def test_outputs_have_the_documented_columns_and_the_cli_exit_codes(study, tmp_path):

@@ -59,7 +59,7 @@ def verdict_text(row: dict) -> str:
     text = row["verdict"]
     if row["verdict"] == "undecided":
         text += f" (n≈{row['n_needed']} per side)" if row["n_needed"] else " (on the threshold)"
-    return text + (" !" if row["confounded"] else "")
+    return text + (" ≠" if row["placement_differs"] else "") + (" !" if row["confounded"] else "")
 
 
 def terminal_table(result: dict) -> str:
@@ -98,7 +98,7 @@ def terminal_table(result: dict) -> str:
         lines.append(f"! {len(flagged)} row(s): placement confounds the comparison (see notes in compare.csv)")
     marked = sum(1 for r in rows if r["placement_differs"])
     if marked:
-        lines.append(f"{marked} row(s) with verified placement that differs between the sides (placement_differs)")
+        lines.append(f"≠ {marked} row(s): verified placement differs between the sides (placement_differs; notes say how)")
     unmatched = [u for pair in result["pairs"] for u in pair["unmatched"]]
     if unmatched:
         lines.append(f"\n{len(unmatched)} unmatched cell(s):")
