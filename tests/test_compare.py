@@ -139,7 +139,9 @@ def test_ten_percent_slower_with_twenty_runs_is_worse(study, tmp_path):
     assert all(0.88 < r["ratio"] < 0.92 and r["ratio_high"] < 0.98 for r in result["rows"] if planted(r))
     assert result["rows"][0]["verdict"] == "worse"  # changes first
     # and the other way round it is better, exit code 0
-    result, code = run_compare(str(new), str(base), tmp_path / "back", html=False)
+    # (sides named as one system's directory and as results:system)
+    result, code = run_compare(str(new / "results" / SYSTEM), f"{base / 'results'}:{SYSTEM}", tmp_path / "back",
+                               html=False)  # fmt: skip
     assert verdicts(result, planted) == {"better"} and code == 0
 
 

@@ -69,11 +69,14 @@ class Side:
 
 
 def parse_side(spec: str) -> tuple[Path, str | None]:
-    """"dir" or "dir:system" -> (results directory, system or None)."""
+    """"dir" or "dir:system" -> (results directory, system or None); a
+    system's own directory (results/<system>, holding runs/) picks it."""
     path, system = spec, None
     if ":" in spec and not Path(spec).exists():
         path, system = spec.rsplit(":", 1)
     root = Path(path)
+    if (root / "runs").is_dir() and system is None:  # one system's directory, results/<system>
+        return root.parent, root.name
     results = root / "results" if (root / "results").is_dir() else root
     if not results.is_dir():
         raise SideError(f"{spec}: no such directory")
