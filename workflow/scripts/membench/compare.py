@@ -40,8 +40,8 @@ KNOBS = [
 ]  # fmt: skip
 NOT_KNOBS = ("pages_requested",)  # "variant" resolves it; `pages` holds what was asked of the harness
 MIN_CLASS_RUNS = 4  # per side: the fewest runs with which a 95 % interval exists
-PLACEMENT_P = 0.01
-PARALLEL_CELLS = 200  # cell directories (both sides) from which the sides are read in parallel  # chi-square test of the class shares, per factor
+PLACEMENT_P = 0.01  # chi-square test of the class shares, per factor
+PARALLEL_CELLS = 200  # cell directories (both sides) from which the sides are read in parallel
 SEP = "\x1f"  # between the knobs of a key
 ROW_KEYS = [
     "system", "system_base", "system_new", "experiment", "cell", "op", "metric", "unit", "working_set_bytes",
