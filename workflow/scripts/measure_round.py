@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     study = json.loads(Path(args.study_file).read_text())
     table = variants.load_variants(Path(args.variants))
-    cells = rounds.study_cells(study, args.round, table)
+    cells = rounds.study_cells(study, args.round, table, json.loads(Path(args.topology).read_text()))
     plan = rounds.plan_round(cells, args.system, args.round, study["shuffle_seed"], table)
     with open(args.log, "a") as log:
         try:
