@@ -253,9 +253,23 @@ def test_one_node_matrix_is_the_idle_latency_the_report_shows():
     (m,) = experiment_matrices(cells, problems, {"big": topo}, "latency_matrix")
     assert m.status.shape == (1, 1) and m.status.loc[0, 0] == "ok"
     idle = idle_latencies(cells)
-    (row,) = idle[idle["placement"] == "bind:0"].to_dict("records")
+    (row,) = idle[idle["placement"] == "bind:0 from node:0"].to_dict("records")
     assert m.median.loc[0, 0] == row["ns"] == 52.0  # 50 + the median repeat
     assert (m.low.loc[0, 0], m.high.loc[0, 0]) == (row["ns_min"], row["ns_max"]) == (50.0, 54.0)
+
+
+def test_a_bandwidth_pair_takes_the_latency_of_its_own_pair():
+    """Little's law per pair: node:0/bind:1 uses the remote chase from
+    node 0, not the local one from node 1 that binds to the same node."""
+    from membench.concurrency import effective_concurrency
+
+    topo = make_topology(2)
+    cells, _ = summarised(topo)
+    ec = effective_concurrency(cells, {"big": 64})
+    remote = ec[(ec["affinity"] == "node:0") & (ec["placement"] == "bind:1 from node:0")]
+    assert list(remote["latency_ns"]) == [101.0]  # 5 ns x distance 20, + the median repeat
+    local = ec[(ec["affinity"] == "node:1") & (ec["placement"] == "bind:1 from node:1")]
+    assert list(local["latency_ns"]) == [51.0]
 
 
 def test_report_renders_the_matrices_with_settings(tmp_path):
