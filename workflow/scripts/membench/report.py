@@ -22,6 +22,7 @@ from membench import node_pairs
 from membench.node_matrix import experiment_matrices, table_context
 from membench.records import write_text_atomic
 from membench.concurrency import effective_concurrency, idle_latencies
+from membench.headline import system_headlines
 from membench.stats import add_series
 from membench.tables import idle_latency_table, tables_for
 
@@ -188,14 +189,16 @@ def build_context(
                 "matrices": _matrices(cells, problems, systems, name) if node_pairs.uses_pairs(spec) else [],
             }
         )
+    latencies = idle_latencies(cells)
     return {
+        "headlines": system_headlines(cells, ec, latencies, modes, systems, list(config["experiments"])),
         "provenance": provenance,
         "systems": systems,
         "experiments": experiments,
         "problems": _records(problems),
         "warnings": cache_warnings(cells, systems),
         "little": little_example(ec),
-        "idle_latencies": idle_latency_table(idle_latencies(cells)),
+        "idle_latencies": idle_latency_table(latencies),
         "config_yaml": yaml.safe_dump(config, sort_keys=False),
         "totals": {
             "cells": int(cells[["system", "cell"]].drop_duplicates().shape[0]),
