@@ -328,3 +328,14 @@ def test_no_module_writes_system_settings():
             for line in text.splitlines():
                 if setting in line:
                     assert not any(w in line for w in ('"w"', "'w'", "O_WRONLY", "O_RDWR", '"wb"', "write_text(")), (path, line)
+
+
+def test_first_screen_names_the_matrix_latencies_in_two_lines():
+    from membench.headline import idle_latency_entries
+
+    topo = make_topology(8, memory_only=(7,))
+    cells, _ = summarised(topo, repeats=1)
+    entries = idle_latency_entries(idle_latencies(cells))
+    assert [e["placement"].split(" (")[0] for e in entries] == ["node matrix, local pairs", "node matrix, remote pairs"]
+    assert entries[0]["ns"] == 50.0 and entries[0]["placement"].endswith("(7: 50.0–50.0 ns)")
+    assert entries[1]["ns"] == 100.0 and entries[1]["placement"].startswith("node matrix, remote pairs (49:")
