@@ -140,6 +140,22 @@ def slurm_resources():
     return {name: setting(key) for key, name in names.items() if key in used}
 
 
+# Each system's stated peak (systems.<name>.peak): fed to the figures and
+# the report through params, never to a probe or a measurement.
+PEAK_SETTINGS = {
+    name: {"peak": settings["peak"]}
+    for name, settings in (CONFIG.get("systems") or {}).items()
+    if (settings or {}).get("peak")
+}
+
+
+def figure_peaks(wildcards):
+    """The stated peaks a figure draws: only the bandwidth-vs-threads,
+    -size and version-ladder figures draw one, so a peak edit redraws only
+    those."""
+    return PEAK_SETTINGS if wildcards.kind in ("scaling", "size", "ladder") else {}
+
+
 def provenance():
     """Where this report comes from; fed to the report only, never to the
     measurements (a new commit must not re-measure anything)."""

@@ -13,4 +13,6 @@ plot_figure(
     output=snakemake.output[0],
     modes_csv=snakemake.input.modes,
     problems_csv=snakemake.input.problems,
+    environment=list(snakemake.input.environment),
+    peak_settings=snakemake.params.peaks,
 )

@@ -26,6 +26,7 @@ from membench.matrix import (
     parse_group,
     parse_size,
 )
+from membench.peak import config_problems as peak_config_problems
 from membench.variants import families, variant_names
 
 
@@ -308,6 +309,7 @@ def validate(config: dict, schema: dict, variants_table: dict) -> dict:
         problems += found
         if found:
             broken.add(name)
+    problems += peak_config_problems(config.get("systems"))
     if isinstance(config.get("experiments"), dict):
         intact = [n for n in config["experiments"] if n not in broken]
         problems += _empty_experiments(config, schema, variants_table, intact)

@@ -157,6 +157,21 @@ def concurrency_at_peak(ec: pd.DataFrame, peak: dict | None) -> dict | None:
     }
 
 
+def hierarchy_headline(levels: dict | None) -> list[dict]:
+    """The levels the sweep found, for the smallest pages measured: "L1
+    1.2 ns", ..., linked to the hierarchy table; levels not found are left
+    to the table, which says so."""
+    if not levels:
+        return []
+    pages = levels["pages"][0]
+    found = []
+    for row in levels["rows"]:
+        one = row["per_pages"].get(pages)
+        if one and one["ns"] is not None and not row["level"].startswith("unassigned"):
+            found.append({"level": row["level"], "ns": one["ns"], "cycles": one["cycles"], "pages": pages, "link": "#hierarchy"})
+    return found
+
+
 VERDICT_WORDS = {
     "unexplained": "with modes nothing recorded explains",
     "explained": "with modes placement explains",
@@ -209,6 +224,7 @@ def system_headlines(
     modes: pd.DataFrame | None,
     systems: dict[str, dict],
     experiments: list[str],
+    levels: list[dict] = (),
 ) -> list[dict]:
     """The first screen: one entry per system, in the order of `systems`."""
     out = []
@@ -227,6 +243,7 @@ def system_headlines(
                 "single_thread": single_thread(mine),
                 "latencies": idle_latency_entries(latencies[latencies["system"] == name]) if not latencies.empty else [],
                 "concurrency": concurrency_at_peak(ec[ec["system"] == name] if not ec.empty else ec, overall),
+                "hierarchy": hierarchy_headline(next((h for h in levels if h["system"] == name), None)),
                 "verdicts": experiment_verdicts(
                     mine, modes[modes["system"] == name] if modes is not None and not modes.empty else modes, experiments
                 ),
