@@ -20,7 +20,7 @@ TOPOLOGY = {
 def curve(points: dict[int, float], pages="4k", system="box") -> pd.DataFrame:
     return pd.DataFrame(
         {
-            "system": system, "kernel": "chase", "op": "random", "n_ok": 3, "policy_requested": "default",
+            "system": system, "kernel": "chase", "op": "random", "n_ok": 3, "policy_requested": "default", "affinity": "close", "cell": f"sweep/{pages}",
             "pages": pages, "chase_group_requested": 256 * KiB,
             "working_set_bytes": list(points), "ns_median": list(points.values()),
         }
@@ -84,3 +84,29 @@ def test_noise_and_one_stray_point_do_not_split_a_level():
     sweep[8 * KiB] = 1.2 * 1.6  # one noisy repetition inside L1
     found = hierarchy.plateaus(list(sweep), list(sweep.values()))
     assert [(p.first_bytes, p.last_bytes) for p in found][:2] == [(4 * KiB, 32 * KiB), (64 * KiB, 1 * MiB)]
+
+
+def test_node_matrix_gives_local_and_remote_memory_rows():
+    sweep = curve(four_levels())
+    pairs = pd.DataFrame(
+        {
+            "system": "box", "kernel": "chase", "op": "random", "n_ok": 3, "pages": "4k", "chase_group_requested": 256 * KiB,
+            "cell": ["m/00", "m/01", "m/10", "m/11"], "affinity": ["node:0", "node:0", "node:1", "node:1"],
+            "policy_requested": ["bind:0", "bind:1", "bind:0", "bind:1"], "working_set_bytes": 1024 * MiB,
+            "ns_median": [100.0, 180.0, 170.0, 110.0],
+        }
+    )  # fmt: skip
+    (table,) = hierarchy.hierarchy(pd.concat([sweep, pairs]), {"box": TOPOLOGY})
+    rows = {row["level"]: row for row in table["rows"]}
+    assert rows["local memory"]["per_pages"]["4k"]["ns"] == pytest.approx(105)
+    assert rows["remote memory"]["per_pages"]["4k"]["ns"] == pytest.approx(175)
+    assert "2 remote pairs" in rows["remote memory"]["derivations"][0]
+    assert [r["level"] for r in table["rows"]][-3:] == ["memory", "local memory", "remote memory"]
+
+
+def test_rows_without_page_size_are_shown_once_for_every_page_size():
+    both = pd.concat([curve(four_levels()), curve(four_levels(), pages="thp")])
+    extra = {"box": {"modified line, other core, same L3": {"ns": 40.0, "derivation": "c2c two_line, 3 pairs"}}}
+    (table,) = hierarchy.hierarchy(both, {"box": TOPOLOGY}, extra_rows=extra)
+    row = next(r for r in table["rows"] if r["level"].startswith("modified"))
+    assert set(row["per_pages"]) == {"4k", "thp"} and row["derivations"] == ["c2c two_line, 3 pairs"]

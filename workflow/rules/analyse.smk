@@ -36,6 +36,7 @@ rule analyse_measurements:
 rule plot_figure:
     input:
         cells="results/summary/cells.csv",
+        problems="results/summary/problems.csv",
         modes="results/summary/modes.csv",
         measurements=expand("results/{system}/measurements.csv", system=SYSTEMS),
         topology=expand("results/{system}/topology.json", system=SYSTEMS),

@@ -15,6 +15,7 @@ from membench import (
     config_checks,
     figure_kinds,
     matrix,
+    node_pairs,
     rounds,
     stopping,
     variants,
@@ -78,9 +79,13 @@ def stored_runs(wildcards):
     that are stored."""
     if not FIGURES_ONLY:
         return [f"results/{wildcards.system}/rounds/r{k}.json" for k in range(ROUNDS)]
+    probe = Path(f"results/{wildcards.system}/topology.json")
+    cells = node_pairs.expand_pairs(
+        CELLS, json.loads(probe.read_text()) if probe.exists() else None
+    )
     files = (
         rounds.run_path(f"results/{wildcards.system}/runs", cell, k)
-        for cell in CELLS
+        for cell in cells
         for k in range(cell.repeats)
     )
     return [f for f in files if Path(f).exists()]

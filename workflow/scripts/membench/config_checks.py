@@ -168,6 +168,7 @@ def _experiment_problems(where: str, experiment: dict, schema: dict, variants_ta
         )
     for i, affinity in enumerate(_list_of(experiment.get("affinity"))):
         problems += _backwards_ranges(f"{where}.affinity[{i}]", affinity)
+    problems += _pair_problems(where, experiment)
     if kernel == "chase":
         problems += _sweep_problems(where, experiment)
     for i, group in enumerate(_list_of(experiment.get("chase_group"))):
@@ -195,6 +196,24 @@ def _backwards_ranges(where: str, affinity) -> list[str]:
         f"(here {high}-{low})"
         for low, high in re.findall(r"([0-9]+)-([0-9]+)", affinity)
         if int(low) > int(high)
+    ]
+
+
+# Thread counts that name the whole machine: on one node's CPUs
+# (affinity node:each) they would be skipped in every cell of the matrix.
+MACHINE_WIDE_THREADS = ("all", "cores")
+
+
+def _pair_problems(where: str, experiment: dict) -> list[str]:
+    """The node matrix's rows put the threads on one node: a thread count
+    meant for the whole machine cannot fit there."""
+    if "node:each" not in _list_of(experiment.get("affinity")):
+        return []
+    return [
+        f"{where}.threads[{i}]: {threads!r} is not allowed with affinity node:each (the threads of one "
+        "node); allowed: an integer >= 1, node (one per core of the node) or node-smt (every CPU of the node)"
+        for i, threads in enumerate(_list_of(experiment.get("threads")))
+        if threads in MACHINE_WIDE_THREADS
     ]
 
 

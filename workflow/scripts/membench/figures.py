@@ -32,6 +32,8 @@ from membench.collect import read_measurements  # noqa: E402
 from membench.figure_kinds import kinds_for  # noqa: E402, F401 (figures.kinds_for)
 from membench.records import write_text_atomic  # noqa: E402
 from membench.matrix import group_text, size_text  # noqa: E402
+from membench.matrix_figure import matrix_svg  # noqa: E402
+from membench.node_matrix import experiment_matrices  # noqa: E402
 from membench.peak_lines import draw_peak_lines, figure_systems, peak_lines  # noqa: E402
 from membench.placement import OTHER, figure_classes  # noqa: E402
 from membench.stats import add_series  # noqa: E402
@@ -397,10 +399,17 @@ FIGURE_COLUMNS = [
 def plot_figure(
     kind: str, experiment: str, cells_csv: str, measurements: list[str], topology: list[str], output: str,
     modes_csv: str | None = None, environment: list[str] = (), peak_settings: dict | None = None,
+    problems_csv: str | None = None,
 ) -> None:
     plt.rcParams.update(THEME)
     name = f"{experiment}-{kind}"
-    if kind in ("scaling", "latency", "loaded", "size"):
+    if kind == "matrix":
+        cells = pd.read_csv(cells_csv)
+        problems = pd.read_csv(problems_csv or Path(cells_csv).with_name("problems.csv"))
+        topologies = {Path(p).parent.name: json.loads(Path(p).read_text()) for p in topology}
+        matrices = experiment_matrices(cells, problems, topologies, experiment)
+        svg = matrix_svg(matrices, name, to_svg, sns) if matrices else _empty("no measurements", name)
+    elif kind in ("scaling", "latency", "loaded", "size"):
         cells = pd.read_csv(cells_csv)
         cells = cells[cells["experiment"] == experiment]
         if kind == "latency":

@@ -86,10 +86,39 @@ def single_thread(cells: pd.DataFrame) -> dict | None:
     return _bandwidth_entry(one.loc[one["gbps_median"].idxmax()])
 
 
+def _pair_entries(pairs: pd.DataFrame) -> list[dict]:
+    """A node x node matrix's latencies (placements "bind:J from node:I")
+    in two lines at any node count: the local pairs (I = J) and the remote
+    ones, each the median over the pairs with their range."""
+    if pairs.empty:
+        return []
+    nodes = pairs["placement"].str.extract(r"^(?:bind|preferred):([0-9]+) from node:([0-9]+)$")
+    local = nodes[0] == nodes[1]
+    out = []
+    for label, part in (("local pairs", pairs[local]), ("remote pairs", pairs[~local])):
+        if part.empty:
+            continue
+        out.append(
+            {
+                "placement": f"node matrix, {label} ({len(part)}: {part['ns'].min():.1f}–{part['ns'].max():.1f} ns)",
+                "pages": ", ".join(dict.fromkeys(part["pages"])),
+                "group": ", ".join(dict.fromkeys(part["group"])),
+                "ns": float(part["ns"].median()),
+                "runs": int(part["runs"].sum()),
+                "link": "#idle-latency",
+            }
+        )
+    return out
+
+
 def idle_latency_entries(latencies: pd.DataFrame) -> list[dict]:
-    """Idle latency per placement (local first) and page size."""
+    """Idle latency per placement (local first) and page size; a node
+    matrix's pairs in two lines (membench.node_matrix has them all)."""
     if latencies.empty:
         return []
+    is_pair = latencies["placement"].str.contains(" from node:", regex=False)
+    if is_pair.any():
+        return idle_latency_entries(latencies[~is_pair]) + _pair_entries(latencies[is_pair])
     order = latencies.assign(
         _placement=latencies["placement"].map(lambda p: PLACEMENT_ORDER.get(p, 3)),
     ).sort_values(["_placement", "placement", "pages"], kind="stable")

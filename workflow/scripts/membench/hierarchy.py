@@ -146,16 +146,66 @@ def sweep_curves(cells: pd.DataFrame) -> pd.DataFrame:
     return chase
 
 
+def matrix_memory_rows(cells: pd.DataFrame, system: str) -> dict[str, dict[str, dict]]:
+    """Local and remote memory from a node x node latency matrix (chase
+    cells with affinity node:I and policy bind:J, at their largest working
+    set): level -> pages -> {"ns", "derivation"}; empty when none was
+    measured."""
+    chase = cells[(cells["system"] == system) & (cells["kernel"] == "chase") & (cells["op"] == "random") & (cells["n_ok"] > 0)]
+    if chase.empty or "ns_median" not in chase or "affinity" not in chase:
+        return {}
+    chase = chase.reset_index(drop=True)
+    cpu = chase["affinity"].astype(str).str.extract(r"^node:(\d+)$")[0]
+    mem = chase["policy_requested"].astype(str).str.extract(r"^bind:(\d+)$")[0]
+    pairs = chase[cpu.notna() & mem.notna()].assign(cpu_node=cpu, memory_node=mem)
+    if pairs.empty:
+        return {}
+    largest = pairs.groupby("cell")["working_set_bytes"].transform("max")
+    pairs = pairs[pairs["working_set_bytes"] == largest]
+    rows: dict[str, dict[str, dict]] = {}
+    for level, mine in (("local memory", pairs[pairs["cpu_node"] == pairs["memory_node"]]),
+                        ("remote memory", pairs[pairs["cpu_node"] != pairs["memory_node"]])):  # fmt: skip
+        for pages, part in mine.groupby("pages", sort=False):
+            ns = part["ns_median"]
+            rows.setdefault(level, {})[pages] = {
+                "ns": float(ns.median()),
+                "derivation": (
+                    f"node matrix: median of {len(part)} {level.split()[0]} pair{'s' if len(part) != 1 else ''} "
+                    f"({ns.min():.1f}–{ns.max():.1f} ns), {size_text(int(part['working_set_bytes'].max()))}"
+                ),
+            }
+    return rows
+
+
 def _cycles(ns: float | None, ghz: float | None) -> float | None:
     return None if ns is None or ghz is None else ns * ghz
 
 
-def hierarchy(cells: pd.DataFrame, topologies: dict[str, dict], clocks: dict[str, dict] | None = None) -> list[dict]:
+def _derivations(per_pages: dict[str, dict], pages: list[str]) -> list[str]:
+    """How a row was found: one line when every page size says the same
+    (a cache-to-cache hand-off has no page size), else one per page size."""
+    texts = {page: per_pages[page]["derivation"] for page in pages if page in per_pages}
+    if len(set(texts.values())) == 1 and len(texts) == len(pages):
+        return [next(iter(texts.values()))]
+    return [f"{page}: {text}" for page, text in texts.items()]
+
+
+def hierarchy(
+    cells: pd.DataFrame,
+    topologies: dict[str, dict],
+    clocks: dict[str, dict] | None = None,
+    extra_rows: dict[str, dict[str, dict]] | None = None,
+) -> list[dict]:
     """Per system: the levels found per page size, each with ns, cycles and
-    the derivation. clocks: system -> {"ghz": float | None, "source": str}."""
+    the derivation. clocks: system -> {"ghz": float | None, "source": str};
+    extra_rows: system -> level -> {"ns", "derivation"}, rows measured
+    without a page size (cache-to-cache hand-offs), shown for every one."""
     curves = sweep_curves(cells)
+    systems = list(dict.fromkeys([*curves["system"], *(extra_rows or {})]))
+    systems += [s for s in dict.fromkeys(cells["system"]) if s not in systems and matrix_memory_rows(cells, s)]
     out = []
-    for system, mine in curves.groupby("system", sort=False):
+    for system in systems:
+        mine = curves[curves["system"] == system]
         levels = cache_levels(topologies.get(system, {}))
         sizes = dict(levels)
         clock = (clocks or {}).get(system) or {"ghz": None, "source": "core clock not measured: cycles not shown"}
@@ -172,15 +222,25 @@ def hierarchy(cells: pd.DataFrame, topologies: dict[str, dict], clocks: dict[str
                     "cycles": _cycles(ns, clock["ghz"]),
                     "derivation": derivation(name, plateau, sizes, int(curve.index.max())),
                 }
-        order = [name for name, _ in levels] + [MEMORY] + sorted(n for n in rows if n.startswith("unassigned"))
-        out.append(
-            {
-                "system": system,
-                "pages": pages,
-                "rows": [rows[name] for name in order if name in rows],
-                "clock": clock,
-            }
-        )
+        matrix_rows = matrix_memory_rows(cells, system)
+        for per_pages in matrix_rows.values():
+            pages += [page for page in per_pages if page not in pages]
+        pages = pages or ["4k"]
+        for level, per_pages in matrix_rows.items():
+            row = rows.setdefault(level, {"level": level, "per_pages": {}})
+            for page, one in per_pages.items():
+                row["per_pages"][page] = {**one, "cycles": _cycles(one["ns"], clock["ghz"])}
+        extra = (extra_rows or {}).get(system, {})
+        for level, one in extra.items():
+            rows[level] = {"level": level, "per_pages": {page: {**one, "cycles": _cycles(one["ns"], clock["ghz"])} for page in pages}}
+        order = (
+            [name for name, _ in levels] + list(extra) + [MEMORY, "local memory", "remote memory"]
+            + sorted(n for n in rows if n.startswith("unassigned"))
+        )  # fmt: skip
+        ordered = [rows[name] for name in order if name in rows]
+        for row in ordered:
+            row["derivations"] = _derivations(row["per_pages"], pages)
+        out.append({"system": system, "pages": pages, "rows": ordered, "clock": clock})
     return out
 
 

@@ -18,6 +18,8 @@ import pandas as pd
 import yaml
 from markupsafe import Markup
 
+from membench import node_pairs
+from membench.node_matrix import experiment_matrices, table_context
 from membench.records import write_text_atomic
 from membench.concurrency import effective_concurrency, idle_latencies
 from membench.headline import system_headlines
@@ -148,6 +150,27 @@ def _modes_rows(modes: pd.DataFrame | None, experiment: str, cells: pd.DataFrame
     return _records(mine.assign(_order=mine["series"].map(order)).sort_values(["_order", "threads"], kind="stable"))
 
 
+def system_settings(environment: dict) -> str:
+    """The settings that change what a matrix measures, as the probe read
+    them (membench writes none of them)."""
+    pages = "; ".join(f"{size}: {p['nr']}" for size, p in environment.get("hugepages", {}).items()) or "none"
+    return (
+        f"numa_balancing {environment.get('numa_balancing')}, zone_reclaim_mode {environment.get('zone_reclaim_mode')}, "
+        f"THP {environment.get('thp_enabled')} (defrag {environment.get('thp_defrag')}), huge pages reserved {pages}, "
+        f"prefetchers {environment.get('prefetchers', 'unknown: not probed (environment.json predates the key)')}"
+    )
+
+
+def _matrices(cells: pd.DataFrame, problems: pd.DataFrame, systems: dict, experiment: str) -> list[dict]:
+    topologies = {name: system.get("topology") for name, system in systems.items()}
+    out = []
+    for one in experiment_matrices(cells, problems, topologies, experiment):
+        context = table_context(one)
+        context["settings"] = system_settings(systems.get(one.system, {}).get("environment", {}))
+        out.append(context)
+    return out
+
+
 def build_context(
     *,
     config: dict,
@@ -176,6 +199,7 @@ def build_context(
                 "cells": _records(part),
                 # beside the placement figure, whose runs and ticks it explains
                 "modes": _modes_rows(modes, name, part) if "placement" in figures.get(name, {}) else [],
+                "matrices": _matrices(cells, problems, systems, name) if node_pairs.uses_pairs(spec) else [],
             }
         )
     latencies = idle_latencies(cells)

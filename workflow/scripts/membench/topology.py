@@ -15,6 +15,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+from membench.prefetchers import prefetcher_state
 from membench.peak import probe_peak
 from membench.records import write_text_atomic
 
@@ -187,6 +188,8 @@ def read_environment(root: Path = Path("/")) -> dict:
         "numa_balancing": int(numa_balancing) if numa_balancing is not None else None,
         "zone_reclaim_mode": int(zone_reclaim) if zone_reclaim is not None else None,
         "governor": _read(root / "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        # Read, never written (numa_balancing, huge pages and THP above too).
+        "prefetchers": prefetcher_state(root),
         "compiler": compiler_version(),
         # Which scheduler job probed (None outside SLURM): on a cluster the
         # report says which node stands for the system.
