@@ -4,8 +4,11 @@
  * Every load's address comes from the previous load (p = *p), so the time
  * per load is the full latency of wherever the line lives (L1 ... DRAM).
  *
- * op random  a single-cycle permutation with one pointer per cache line
- *            (line size from sysfs coherency_line_size, default 64).  The
+ * op random  a single-cycle permutation with one pointer per --spacing
+ *            bytes (default 256, multichase's default stride; a power of two
+ *            from the line size, sysfs coherency_line_size, to a page).  A
+ *            spacing changes the latency (multichase itself reads lower at
+ *            -s 64 than at -s 256, issue 20): compare like with like.  The
  *            working set is cut into groups of --group bytes (default 256
  *            KiB = 64 pages, multichase's TLB locality; `full` = one group,
  *            a random cycle over the whole working set); the groups are
@@ -18,8 +21,9 @@
  *            read 6-38 % below multichase, issue 12).  The cycle is split in two
  *            passes, even lines then odd lines, against the adjacent-line
  *            prefetcher (chase_cycle.c builds and verifies the cycles).
+ *            Even/odd apply to the pointer slots.
  *            The cycle is verified (a permutation, every pointer to the next
- *            line of the visiting order: one cycle through every line) before
+ *            slot of the visiting order: one cycle through every slot) before
  *            anything is timed; an invalid cycle gives a failed record.
  * op stride  element i at i*stride points to element i+1, the last to the
  *            first: a fixed forward stride (--stride, default 64), what the
@@ -27,7 +31,7 @@
  *
  * Sweep: working sets from --sweep-from up to and including --size,
  * --points-per-octave log-spaced points per doubling (rounded down to whole
- * lines).  Per working set: a calibration run (also the warm-up) sizes a
+ * pointer slots).  Per working set: a calibration run (also the warm-up) sizes a
  * chunk of dependent loads to take >= --chunk-ms (default 10 ms, far above the
  * timer granularity); then the cycle is walked (chase_walk.c), each walk
  * from the same pointer and cut into the same stretches of >= one chunk
@@ -42,6 +46,7 @@
  * recorded, ns_best_chunk) picked the fastest region too and read 5-10 % low
  * (issue 20).  ns_median and ns_max: the median and slowest chunk per load.
  * The final pointer is stored to a volatile global, so the chase is live.
+ * core_ghz: the chasing CPU's clock, measured once per run (cpu_clock.c).
  *
  * The chasing thread is pinned (the harness pins it to the first allowed CPU
  * under --affinity none) and first-touches the whole mapping itself.
@@ -62,7 +67,7 @@
 #define CHASE_MAX_POINTS 4096
 
 /* family options (order = ctx->opt index) */
-enum { OPT_SWEEP_FROM, OPT_PPO, OPT_STRIDE, OPT_GROUP, OPT_SEED, OPT_CHUNK_MS };
+enum { OPT_SWEEP_FROM, OPT_PPO, OPT_STRIDE, OPT_GROUP, OPT_SEED, OPT_CHUNK_MS, OPT_SPACING };
 #define CHASE_DEFAULT_GROUP (256 * 1024) /* multichase's 64 pages */
 const mb_famopt_t mb_chase_options[] = {
     {"sweep-from", "BYTES", 4096, 64, 1LL << 50,
@@ -70,11 +75,14 @@ const mb_famopt_t mb_chase_options[] = {
     {"points-per-octave", "N", 2, 1, 64, "log-spaced working sets per doubling", NULL},
     {"stride", "BYTES", 64, 8, 1LL << 30, "stride of op stride (a multiple of 8)", NULL},
     {"group", "BYTES|full", CHASE_DEFAULT_GROUP, 64, 1LL << 50,
-     "op random: bytes per group, a multiple of the line size (lines visited in "
+     "op random: bytes per group, a multiple of --spacing (pointers visited in "
      "random order inside a group, groups in random order); full = one random "
      "cycle over the whole working set", "full"},
     {"seed", "N", 20240601, 0, (1LL << 62), "random seed of the permutation (recorded)", NULL},
     {"chunk-ms", "MS", 10, 1, 10000, "minimum duration of one timed chunk", NULL},
+    {"spacing", "BYTES", MB_CHASE_DEFAULT_SPACING, 1, 1LL << 40,
+     "op random: bytes per pointer slot (one pointer per slot), a power of two from "
+     "the line size to a page; 256 = multichase's default stride", NULL},
     {NULL, NULL, 0, 0, 0, NULL, NULL},
 };
 
@@ -176,7 +184,11 @@ int mb_chase_run(mb_run_ctx_t *ctx)
 {
     const long long *opt = ctx->opt;
     size_t line = mb_chase_line_bytes();
-    size_t size = ctx->size_bytes / line * line;
+    size_t spacing = (size_t)opt[OPT_SPACING];
+    if (mb_chase_check_spacing("chase", spacing, line) != 0)
+        exit(2);
+    /* working sets are whole pointer slots (spacing >= line) */
+    size_t size = ctx->size_bytes / spacing * spacing;
     size_t from = (size_t)opt[OPT_SWEEP_FROM];
     size_t stride = (size_t)opt[OPT_STRIDE];
     int ppo = (int)opt[OPT_PPO];
@@ -184,9 +196,9 @@ int mb_chase_run(mb_run_ctx_t *ctx)
     unsigned long long seed = (unsigned long long)opt[OPT_SEED];
     double chunk_ns = (double)opt[OPT_CHUNK_MS] * 1e6;
 
-    if (size < line) {
-        fprintf(stderr, "membench chase: --size %zu is below one cache line (%zu bytes)\n",
-                ctx->size_bytes, line);
+    if (size < spacing) {
+        fprintf(stderr, "membench chase: --size %zu is below one pointer slot (--spacing %zu "
+                        "bytes)\n", ctx->size_bytes, spacing);
         exit(2);
     }
     if (from > size && opt[OPT_SWEEP_FROM] == mb_chase_options[OPT_SWEEP_FROM].def)
@@ -196,9 +208,9 @@ int mb_chase_run(mb_run_ctx_t *ctx)
                         "most --size (%zu)\n", from, ctx->size_bytes);
         exit(2);
     }
-    if (group % line != 0) {
+    if (group % spacing != 0) {
         fprintf(stderr, "membench chase: invalid value '%zu' for --group; allowed: a "
-                        "multiple of the line size (%zu bytes), or full\n", group, line);
+                        "multiple of the pointer spacing (%zu bytes), or full\n", group, spacing);
         exit(2);
     }
     if (stride % sizeof(void *) != 0) {
@@ -206,21 +218,23 @@ int mb_chase_run(mb_run_ctx_t *ctx)
                         "multiple of %zu bytes\n", stride, sizeof(void *));
         exit(2);
     }
-    if (size / line > 0xFFFFFFFFULL) {
-        snprintf(ctx->reason, sizeof ctx->reason, "--size %zu has more than 2^32 lines",
+    if (size / spacing > 0xFFFFFFFFULL) {
+        snprintf(ctx->reason, sizeof ctx->reason, "--size %zu has more than 2^32 pointer slots",
                  size);
         return MB_FAILED;
     }
 
     static size_t ws[CHASE_MAX_POINTS];
-    int nws = sweep_points(from, size, ppo, line, ws, CHASE_MAX_POINTS);
+    int nws = sweep_points(from, size, ppo, spacing, ws, CHASE_MAX_POINTS);
 
     /* memory: one mapping of --size, policy before first touch, touched by
      * the chasing (pinned) thread */
     mb_chase_mem_t mem;
-    int st = mb_chase_mem_open(ctx, size, line, &mem);
+    int st = mb_chase_mem_open(ctx, size, spacing, &mem);
     if (st != MB_OK)
         return st;
+    /* the clock of the chasing CPU: this thread, pinned by the harness */
+    double core_ghz = mb_core_ghz();
     char *base = mem.map.addr;
     unsigned *order = mem.order;
     double *secs = mem.secs, *sorted = mem.sorted;
@@ -242,14 +256,15 @@ int mb_chase_run(mb_run_ctx_t *ctx)
             pt.maps = &sub;
             pt.nmaps = 1;
 
-            size_t n, unit = random ? line : stride;
+            size_t n, unit = random ? spacing : stride;
             int ok;
             long long tb = mb_clock_ns(CLOCK_MONOTONIC);
             if (random) {
-                n = mb_chase_build_random(base, ws[w], line, group, seed, order);
+                n = mb_chase_build_random(base, ws[w], spacing, group, seed, order);
                 if (ctx->test_corrupt)
-                    mb_chase_break(base, n, line, order);
-                ok = mb_chase_verify_order(base, n, line, order, pt.reason, sizeof pt.reason);
+                    mb_chase_break(base, n, spacing, order);
+                ok = mb_chase_verify_order(base, n, spacing, order, pt.reason,
+                                           sizeof pt.reason);
             } else {
                 n = mb_chase_build_stride(base, ws[w], stride);
                 if (ctx->test_corrupt)
@@ -262,7 +277,7 @@ int mb_chase_run(mb_run_ctx_t *ctx)
             long long tt = mb_clock_ns(CLOCK_MONOTONIC);
             mb_chase_walks_t wk;
             if (ok) {
-                void *p = base + (random ? (size_t)order[0] * line : 0);
+                void *p = base + (random ? (size_t)order[0] * spacing : 0);
                 mb_chase_walk(&p, chunk_ns, ctx->ntimes, MB_CHASE_MAX_WALKS, n, secs, &wk);
                 if (!wk.closed) {
                     pt.valid = ok = 0;
@@ -289,10 +304,13 @@ int mb_chase_run(mb_run_ctx_t *ctx)
             mb_point_int(&pt, "working_set_bytes", (long long)ws[w]);
             mb_point_int(&pt, "cycle_length", (long long)n);
             mb_point_int(&pt, "line_bytes", (long long)line);
+            mb_point_dbl(&pt, "core_ghz", core_ghz);
             if (random) {
+                mb_point_int(&pt, "pointer_spacing_bytes", (long long)spacing);
                 mb_point_null(&pt, "stride_bytes");
-                mb_chase_group_keys(&pt, group, n * line);
+                mb_chase_group_keys(&pt, group, n * spacing);
             } else {
+                mb_point_null(&pt, "pointer_spacing_bytes");
                 mb_point_int(&pt, "stride_bytes", (long long)unit);
                 mb_point_null(&pt, "group_bytes");
                 mb_point_null(&pt, "group_full");

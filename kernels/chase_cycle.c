@@ -42,6 +42,21 @@ size_t mb_chase_line_bytes(void)
     return (size_t)v;
 }
 
+int mb_chase_check_spacing(const char *family, size_t spacing, size_t line)
+{
+    if (spacing >= line && spacing <= MB_CHASE_MAX_SPACING && (spacing & (spacing - 1)) == 0)
+        return 0;
+    char allowed[128] = "";
+    size_t len = 0;
+    for (size_t s = line; s <= MB_CHASE_MAX_SPACING && len < sizeof allowed - 16; s *= 2)
+        len += (size_t)snprintf(allowed + len, sizeof allowed - len, "%s%zu",
+                                s == line ? "" : ", ", s);
+    fprintf(stderr, "membench %s: invalid value '%zu' for --spacing; allowed: %s (a power of "
+                    "two from the cache line size, %zu bytes, to a page)\n", family, spacing,
+            allowed, line);
+    return -1;
+}
+
 static unsigned long long splitmix64(unsigned long long *s)
 {
     unsigned long long z = (*s += 0x9E3779B97F4A7C15ULL);

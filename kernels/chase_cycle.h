@@ -1,7 +1,8 @@
 /*
  * The chase's cycles (chase_cycle.c): built and checked for the chase and
- * loaded families and the tests.  Lines are line_bytes apart from base;
- * every line holds one pointer (at its start) to the next line of the cycle.
+ * loaded families and the tests.  Lines (pointer slots: the random cycle
+ * passes its --spacing as `line`) are line bytes apart from base; every
+ * slot holds one pointer (at its start) to the next slot of the cycle.
  * Declared weak like every family function in kernels.h, so a binary built
  * with only some family files still links.
  */
@@ -13,6 +14,14 @@
 #include "kernels.h"
 #include "placement.h"
 
+/* Pointer spacing of the random cycle (--spacing of chase and loaded): one
+ * pointer per slot of this many bytes; a power of two from the line size to
+ * a page.  The default is multichase's default stride. */
+#define MB_CHASE_DEFAULT_SPACING 256
+#define MB_CHASE_MAX_SPACING 4096
+/* 0 if spacing is allowed with this line size; else -1 after printing
+ * "membench <family>: invalid value ... for --spacing; allowed: ..." */
+MB_WEAK int mb_chase_check_spacing(const char *family, size_t spacing, size_t line);
 /* Cache line bytes (sysfs coherency_line_size; 64 when unreadable or odd). */
 MB_WEAK size_t mb_chase_line_bytes(void);
 /* Random single cycle over the nl = bytes / line lines at base: lines in

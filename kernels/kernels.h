@@ -200,7 +200,7 @@ typedef struct mb_kv {
     const char *s;
 } mb_kv_t;
 
-#define MB_MAX_EXTRAS 32
+#define MB_MAX_EXTRAS 40
 struct mb_mapping;  /* placement.h */
 struct mb_policy;
 
@@ -377,5 +377,9 @@ static inline void mb_thread_range(size_t n, size_t unit, int t, int nt,
     *lo = b * unit;
     *hi = (t == nt - 1) ? n : e * unit;
 }
+
+/* The core clock of the calling thread's CPU in GHz, measured by a chain of
+ * dependent register adds (cpu_clock.c); NAN off x86-64. */
+MB_WEAK double mb_core_ghz(void);
 
 #endif

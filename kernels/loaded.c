@@ -1,7 +1,8 @@
 /*
  * membench family "loaded": loaded latency (the chase under bandwidth load).
  *
- * --threads N (>= 2).  Thread 0 runs the random chase of chase.c over a
+ * --threads N (>= 2).  Thread 0 runs the random chase of chase.c (one
+ * pointer per --spacing bytes, default 256, as chase) over a
  * --size working set (pick it DRAM-sized: >= 4 x LLC).  Threads 1..N-1 are
  * the load threads: each runs the op's bandwidth kernel over its own private
  * arrays of --size bytes each (triad: a = b + s*c on three arrays; read:
@@ -45,17 +46,20 @@
 
 #define LOADED_SCALAR 3.0
 
-enum { OPT_DELAY, OPT_EVERY, OPT_GROUP, OPT_SEED, OPT_CHUNK_MS };
+enum { OPT_DELAY, OPT_EVERY, OPT_GROUP, OPT_SEED, OPT_CHUNK_MS, OPT_SPACING };
 const mb_famopt_t mb_loaded_options[] = {
     {"delay", "D", 0, 0, 1000000000LL,
      "injection delay: pause iterations the load threads spin after every block "
      "(0 = flat out)", NULL},
     {"delay-every", "LINES", 8, 1, 1 << 20, "cache lines per array per block", NULL},
     {"group", "BYTES|full", 256 * 1024, 64, 1LL << 50,
-     "bytes per group of the random chase, a multiple of the line size (as "
+     "bytes per group of the random chase, a multiple of --spacing (as "
      "chase); full = one random cycle over the whole working set", "full"},
     {"seed", "N", 20240601, 0, (1LL << 62), "random seed of the chase permutation", NULL},
     {"chunk-ms", "MS", 10, 1, 10000, "minimum duration of one timed chase chunk", NULL},
+    {"spacing", "BYTES", MB_CHASE_DEFAULT_SPACING, 1, 1LL << 40,
+     "bytes per pointer slot of the random chase, a power of two from the line size "
+     "to a page (as chase)", NULL},
     {NULL, NULL, 0, 0, 0, NULL, NULL},
 };
 
@@ -119,8 +123,11 @@ typedef struct loader {
 
 enum { PH_START = 0, PH_WARM, PH_TIMED, PH_STOP };
 
+/* nl pointer slots of `spacing` bytes; line: the cache line (the loaders'
+ * blocks); core_ghz: the chasing CPU's measured clock */
 static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_map,
-                  unsigned *order, size_t nl, size_t line, double *secs, double *sorted)
+                  unsigned *order, size_t nl, size_t line, size_t spacing, double core_ghz,
+                  double *secs, double *sorted)
 {
     const long long *opt = ctx->opt;
     int nt = ctx->threads, nload = nt - 1;
@@ -141,9 +148,9 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
     pt.gbps = pt.gbps_mean = pt.gbps_wa = NAN;
 
     /* chase: build and verify before anything is timed */
-    mb_chase_build_random(base, nl * line, line, (size_t)opt[OPT_GROUP],
+    mb_chase_build_random(base, nl * spacing, spacing, (size_t)opt[OPT_GROUP],
                           (unsigned long long)opt[OPT_SEED], order);
-    int ok = mb_chase_verify_order(base, nl, line, order, pt.reason, sizeof pt.reason);
+    int ok = mb_chase_verify_order(base, nl, spacing, order, pt.reason, sizeof pt.reason);
 
     loader_t *L = calloc((size_t)nload, sizeof *L);
     mb_mapping_t *allmaps = calloc((size_t)(1 + 3 * nload), sizeof *allmaps);
@@ -184,7 +191,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
                     r = ready;
                 } while (r < nload);
                 __atomic_store_n(&phase, PH_WARM, __ATOMIC_RELEASE);
-                void *p = base + (size_t)order[0] * line;
+                void *p = base + (size_t)order[0] * spacing;
                 chase_t0 = mb_clock_seconds(CLOCK_MONOTONIC);
                 __atomic_store_n(&phase, PH_TIMED, __ATOMIC_RELEASE);
                 mb_chase_walk(&p, (double)opt[OPT_CHUNK_MS] * 1e6, ctx->ntimes,
@@ -246,13 +253,13 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
 
         /* validation after the run: the cycle again, the load arithmetic */
         if (ctx->test_corrupt) {
-            mb_chase_break(base, nl, line, order);
+            mb_chase_break(base, nl, spacing, order);
             if (triad)
                 L[0].v[0][0] += 1.0;
             else
                 L[0].part_sum += 1.0;
         }
-        ok = mb_chase_verify_order(base, nl, line, order, pt.reason, sizeof pt.reason);
+        ok = mb_chase_verify_order(base, nl, spacing, order, pt.reason, sizeof pt.reason);
         char lwhy[256] = "";
         int lok = 1;
         for (int l = 0; l < nload && lok; l++) {
@@ -332,10 +339,12 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
         mb_point_null(&pt, "window_seconds");
         fprintf(stderr, "loaded %-5s: %s\n", k->op, pt.reason);
     }
-    mb_point_int(&pt, "working_set_bytes", (long long)(nl * line));
+    mb_point_int(&pt, "working_set_bytes", (long long)(nl * spacing));
     mb_point_int(&pt, "cycle_length", (long long)nl);
     mb_point_int(&pt, "line_bytes", (long long)line);
-    mb_chase_group_keys(&pt, (size_t)opt[OPT_GROUP], nl * line);
+    mb_point_int(&pt, "pointer_spacing_bytes", (long long)spacing);
+    mb_point_dbl(&pt, "core_ghz", core_ghz);
+    mb_chase_group_keys(&pt, (size_t)opt[OPT_GROUP], nl * spacing);
     mb_point_int(&pt, "seed", opt[OPT_SEED]);
     mb_point_dbl(&pt, "chunk_ms", (double)opt[OPT_CHUNK_MS]);
     mb_point_int(&pt, "delay", delay);
@@ -358,20 +367,25 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
 int mb_loaded_run(mb_run_ctx_t *ctx)
 {
     size_t line = mb_chase_line_bytes();
-    size_t size = ctx->size_bytes / line * line;
-    if (size < line || ctx->size_bytes < (size_t)ctx->opt[OPT_EVERY] * line) {
+    size_t spacing = (size_t)ctx->opt[OPT_SPACING];
+    if (mb_chase_check_spacing("loaded", spacing, line) != 0)
+        exit(2);
+    size_t size = ctx->size_bytes / spacing * spacing; /* whole pointer slots */
+    if (size < spacing || ctx->size_bytes < (size_t)ctx->opt[OPT_EVERY] * line) {
         fprintf(stderr, "membench loaded: --size %zu is below one block (%lld lines of %zu "
-                        "bytes)\n", ctx->size_bytes, ctx->opt[OPT_EVERY], line);
+                        "bytes) or one pointer slot (--spacing %zu)\n", ctx->size_bytes,
+                ctx->opt[OPT_EVERY], line, spacing);
         exit(2);
     }
-    if (size / line > 0xFFFFFFFFULL) {
-        snprintf(ctx->reason, sizeof ctx->reason, "--size %zu has more than 2^32 lines", size);
+    if (size / spacing > 0xFFFFFFFFULL) {
+        snprintf(ctx->reason, sizeof ctx->reason, "--size %zu has more than 2^32 pointer slots",
+                 size);
         return MB_FAILED;
     }
-    if ((size_t)ctx->opt[OPT_GROUP] % line != 0) {
+    if ((size_t)ctx->opt[OPT_GROUP] % spacing != 0) {
         fprintf(stderr, "membench loaded: invalid value '%lld' for --group; allowed: a "
-                        "multiple of the line size (%zu bytes), or full\n", ctx->opt[OPT_GROUP],
-                line);
+                        "multiple of the pointer spacing (%zu bytes), or full\n",
+                ctx->opt[OPT_GROUP], spacing);
         exit(2);
     }
     int maxarr = 1;
@@ -385,13 +399,16 @@ int mb_loaded_run(mb_run_ctx_t *ctx)
 
     /* the chase memory: mapped and first-touched by thread 0 (the caller) */
     mb_chase_mem_t mem;
-    st = mb_chase_mem_open(ctx, size, line, &mem);
+    st = mb_chase_mem_open(ctx, size, spacing, &mem);
     if (st != MB_OK)
         return st;
-    size_t nl = size / line;
+    size_t nl = size / spacing;
+    /* the clock of the chasing CPU: thread 0 is this (pinned) thread */
+    double core_ghz = mb_core_ghz();
     for (int i = 0; i < ctx->nops && st == MB_OK; i++)
         if (ctx->op_ok[i])
-            st = one_op(ctx, ctx->ops[i], &mem.map, mem.order, nl, line, mem.secs, mem.sorted);
+            st = one_op(ctx, ctx->ops[i], &mem.map, mem.order, nl, line, spacing, core_ghz,
+                        mem.secs, mem.sorted);
     mb_chase_mem_close(&mem);
     return st;
 }
