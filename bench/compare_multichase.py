@@ -6,10 +6,15 @@ latency must agree with the tool HPC engineers compare with. Two
 comparisons, 4 KiB pages and transparent huge pages:
 
   A (membench)                                   B (multichase)
-  chase --op random --size 1GiB --pages 4k       multichase -m 1g
-  chase --op random --size 1GiB --pages thp      multichase -m 1g -H
+  chase --op random --size 1GiB --pages 4k       multichase -m 1g -s 256
+  chase --op random --size 1GiB --pages thp      multichase -m 1g -s 256 -H
 
 Like with like:
+- the same pointer spacing: membench's default --spacing is multichase's
+  default stride, one pointer per 256 bytes (--spacing S gives both tools
+  S: `--spacing 64` compares one pointer per cache line on both sides);
+  multichase's latency itself depends on it (-s 64 reads lower than
+  -s 256), so a comparison at different spacings is not like with like;
 - the same working set (1 GiB) and locality: membench's default group is
   multichase's default TLB locality, 256 KiB (64 pages) visited in random
   order, the groups in random order;
@@ -33,10 +38,9 @@ Like with like:
   median and spread (min - max) are reported, and each tool's own
   repetition spread (min / median / max, +-% of the median).
 
-The two chases differ on purpose in one respect: multichase touches one
-pointer per 256-byte stride slot, membench one per cache line (every line
-of the working set, even lines before odd ones so the adjacent-line
-prefetcher cannot help).
+What still differs: membench visits its slots in two passes, even slots
+then odd ones (against the adjacent-line prefetcher at --spacing 64; at
+256 every slot is in its own 128-byte pair anyway).
 
 multichase is built from ../shared/ref/multichase (relative to the
 repository root; --multichase-src to change) in a temporary copy; when it
@@ -103,20 +107,21 @@ def build_multichase(src: Path, outdir: Path) -> Path:
     return tree / "multichase"
 
 
-def run_membench(binary: Path, pages: str, cpu: int, nice: int) -> dict:
-    argv = [str(binary), "--op", "random", "--size", str(GIB), "--sweep-from", str(GIB), "--pages", pages]
+def run_membench(binary: Path, pages: str, cpu: int, nice: int, spacing: int) -> dict:
+    argv = [str(binary), "--op", "random", "--size", str(GIB), "--sweep-from", str(GIB), "--pages", pages,
+            "--spacing", str(spacing)]
     proc = subprocess.run(argv, capture_output=True, text=True, preexec_fn=pinned(cpu, nice))
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr}")
     rec = json.loads(proc.stdout.splitlines()[0])
     if (rec["status"] != "ok" or rec["valid"] is not True or rec["group_bytes"] != 256 * 2**10
-            or rec.get("latency_statistic") != chase_stats.STATISTIC):
-        raise SystemExit(f"membench record is not a valid 256 KiB-group chase: {rec}")
+            or rec.get("latency_statistic") != chase_stats.STATISTIC or rec.get("pointer_spacing_bytes") != spacing):
+        raise SystemExit(f"membench record is not a valid 256 KiB-group chase at spacing {spacing}: {rec}")
     return rec
 
 
-def run_multichase(binary: Path, pages: str, cpu: int, nice: int) -> float:
-    argv = [str(binary), "-m", "1g", *(["-H"] if pages == "thp" else [])]
+def run_multichase(binary: Path, pages: str, cpu: int, nice: int, spacing: int) -> float:
+    argv = [str(binary), "-m", "1g", "-s", str(spacing), *(["-H"] if pages == "thp" else [])]
     proc = subprocess.run(argv, capture_output=True, text=True, preexec_fn=pinned(cpu, nice))
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stdout}{proc.stderr}")
@@ -129,25 +134,26 @@ def spread(values: list[float]) -> str:
     return f"{low:.1f} / {mid:.1f} / {high:.1f} ns ({100 * (low / mid - 1):+.1f} % / {100 * (high / mid - 1):+.1f} %)"
 
 
-def compare(membench: Path, multichase: Path, pages: str, pairs: int, cpu: int, nice: int) -> dict:
+def compare(membench: Path, multichase: Path, pages: str, pairs: int, cpu: int, nice: int, spacing: int) -> dict:
     flag = " -H" if pages == "thp" else ""
-    log(f"\n1 GiB, {pages} pages, CPU {cpu}{f', nice {nice}' if nice else ''}")
-    log(f"  A = {membench.name} --op random --size {GIB} --sweep-from {GIB} --pages {pages}")
-    log(f"  B = multichase -m 1g{flag}")
+    log(f"\n1 GiB, {pages} pages, pointer spacing {spacing} B, CPU {cpu}{f', nice {nice}' if nice else ''}")
+    log(f"  A = {membench.name} --op random --size {GIB} --sweep-from {GIB} --pages {pages} --spacing {spacing}")
+    log(f"  B = multichase -m 1g -s {spacing}{flag}")
     a_ns, b_ns, ratios = [], [], []
     for i in range(pairs):
         if i % 2 == 0:
-            rec, b = run_membench(membench, pages, cpu, nice), run_multichase(multichase, pages, cpu, nice)
+            rec = run_membench(membench, pages, cpu, nice, spacing)
+            b = run_multichase(multichase, pages, cpu, nice, spacing)
         else:
-            b = run_multichase(multichase, pages, cpu, nice)
-            rec = run_membench(membench, pages, cpu, nice)
+            b = run_multichase(multichase, pages, cpu, nice, spacing)
+            rec = run_membench(membench, pages, cpu, nice, spacing)
         a = rec["ns_per_load"]
         a_ns.append(a), b_ns.append(b), ratios.append(a / b)
         alt = chase_stats.alternatives(rec)
         log(f"  pair {i + 1} ({'AB' if i % 2 == 0 else 'BA'}): membench {a:7.2f} ns ({rec['latency_statistic']}; "
             f"best chunk {alt['best-chunk']:.2f}, best walk {alt['best-walk']:.2f}, median chunk {alt['median-chunk']:.2f}; "
             f"{rec['walks']} walks x {rec['stretches']} stretches, {rec['stretches_confirmed']} confirmed, "
-            f"huge pages {rec['hugepage_fraction']:.2f})"
+            f"huge pages {rec['hugepage_fraction']:.2f}, core {rec.get('core_ghz') or float('nan'):.2f} GHz)"
             f"   multichase {b:7.2f} ns   ratio {a / b:.3f}")
     med = statistics.median(ratios)
     verdict = "in" if TARGET[0] <= med <= TARGET[1] else "OUT OF"
@@ -160,7 +166,7 @@ def compare(membench: Path, multichase: Path, pages: str, pairs: int, cpu: int, 
     if busy:
         log("  note: a tool's repetitions spread > 10 %: neighbours disturbed some samples (noise only adds time);"
             " the best-vs-best ratio compares the undisturbed values")
-    return {"pages": pages, "median": med, "low": min(ratios), "high": max(ratios), "best": best,
+    return {"pages": pages, "spacing": spacing, "median": med, "low": min(ratios), "high": max(ratios), "best": best,
             "in_range": verdict == "in", "busy": busy}
 
 
@@ -172,6 +178,8 @@ def main():
     ap.add_argument("--multichase-src", type=Path, default=DEFAULT_SRC, help=f"default {DEFAULT_SRC}")
     ap.add_argument("--nice", type=int, default=0,
                     help="niceness of both tools (negative needs root: on a shared machine, fewer preemptions)")
+    ap.add_argument("--spacing", type=int, default=256,
+                    help="pointer spacing of both tools: membench --spacing, multichase -s (default 256, both defaults)")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a median ratio is out of range")
     args = ap.parse_args()
     if args.pairs < 5:
@@ -190,8 +198,9 @@ def main():
         multichase = build_multichase(args.multichase_src, Path(tmp))
         log(f"host: {os.uname().nodename}, {len(os.sched_getaffinity(0))} CPUs; "
             f"THP {Path('/sys/kernel/mm/transparent_hugepage/enabled').read_text().strip()}")
-        rows = [compare(membench, multichase, p, args.pairs, cpu, args.nice) for p in pages]
-    log("\nsummary (ratio = membench ns_per_load (stretch-min-mean) / multichase ns (best sample), 1 GiB, 256 KiB groups)")
+        rows = [compare(membench, multichase, p, args.pairs, cpu, args.nice, args.spacing) for p in pages]
+    log("\nsummary (ratio = membench ns_per_load (stretch-min-mean) / multichase ns (best sample), 1 GiB, 256 KiB groups, "
+        f"one pointer per {args.spacing} B on both sides)")
     log(f"{'pages':6s} {'median':>7s} {'spread':>15s} {'best/best':>9s}  target {TARGET[0]}-{TARGET[1]} (median)")
     for row in rows:
         log(f"{row['pages']:6s} {row['median']:7.3f} {row['low']:7.3f} - {row['high']:5.3f} {row['best']:9.3f}"

@@ -277,7 +277,7 @@ int mb_chase_run(mb_run_ctx_t *ctx)
             long long tt = mb_clock_ns(CLOCK_MONOTONIC);
             mb_chase_walks_t wk;
             if (ok) {
-                void *p = base + (random ? (size_t)order[0] * spacing : 0);
+                void *p = base + (random ? mb_chase_slot_at(order[0], spacing) : 0);
                 mb_chase_walk(&p, chunk_ns, ctx->ntimes, MB_CHASE_MAX_WALKS, n, secs, &wk);
                 if (!wk.closed) {
                     pt.valid = ok = 0;

@@ -117,8 +117,8 @@ size_t mb_chase_build_random(char *base, size_t bytes, size_t line, size_t group
     }
     free(gorder);
     for (size_t i = 0; i < nl; i++)
-        *(char **)(base + (size_t)order[i] * line) =
-            base + (size_t)order[i + 1 < nl ? i + 1 : 0] * line;
+        *(char **)(base + mb_chase_slot_at(order[i], line)) =
+            base + mb_chase_slot_at(order[i + 1 < nl ? i + 1 : 0], line);
     return nl;
 }
 
@@ -157,8 +157,8 @@ int mb_chase_verify_order(const char *base, size_t n, size_t line, const unsigne
     }
     free(seen);
     for (size_t i = 0; i < n && ok; i++) {
-        const char *want = base + (size_t)order[i + 1 < n ? i + 1 : 0] * line;
-        const char *got = *(char *const *)(base + (size_t)order[i] * line);
+        const char *want = base + mb_chase_slot_at(order[i + 1 < n ? i + 1 : 0], line);
+        const char *got = *(char *const *)(base + mb_chase_slot_at(order[i], line));
         if (got != want) {
             long long gl = (got >= base && got < base + n * line) ? (long long)((got - base) / (ptrdiff_t)line) : -1;
             snprintf(why, wlen, "validation failed: the cycle is broken at step %zu of %zu: "
@@ -192,7 +192,7 @@ void mb_chase_break(char *base, size_t n, size_t line, const unsigned *order)
     if (n == 0)
         return;
     size_t l = order ? order[n / 2] : n / 2;
-    char *p = base + l * line;
+    char *p = base + (order ? mb_chase_slot_at(l, line) : l * line);
     *(char **)p = n > 1 ? p : p + 1; /* a self loop: the cycle ends early */
 }
 

@@ -22,6 +22,19 @@
 /* 0 if spacing is allowed with this line size; else -1 after printing
  * "membench <family>: invalid value ... for --spacing; allowed: ..." */
 MB_WEAK int mb_chase_check_spacing(const char *family, size_t spacing, size_t line);
+/* Byte offset of slot i's pointer from base: the slot's start plus a
+ * pseudo-random whole 64-byte line inside the slot (slots over 64 bytes), as
+ * multichase's "mixer" moves each pointer to a random word of its stride
+ * slot, so that the loads do not all share the same low address bits. */
+static inline size_t mb_chase_slot_at(size_t i, size_t slot)
+{
+    if (slot <= 64)
+        return i * slot;
+    unsigned long long z = (unsigned long long)i * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ULL;
+    z ^= z >> 29;
+    return i * slot + (size_t)(z % (slot / 64)) * 64;
+}
 /* Cache line bytes (sysfs coherency_line_size; 64 when unreadable or odd). */
 MB_WEAK size_t mb_chase_line_bytes(void);
 /* Random single cycle over the nl = bytes / line lines at base: lines in

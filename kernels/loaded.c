@@ -191,7 +191,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
                     r = ready;
                 } while (r < nload);
                 __atomic_store_n(&phase, PH_WARM, __ATOMIC_RELEASE);
-                void *p = base + (size_t)order[0] * spacing;
+                void *p = base + mb_chase_slot_at(order[0], spacing);
                 chase_t0 = mb_clock_seconds(CLOCK_MONOTONIC);
                 __atomic_store_n(&phase, PH_TIMED, __ATOMIC_RELEASE);
                 mb_chase_walk(&p, (double)opt[OPT_CHUNK_MS] * 1e6, ctx->ntimes,

@@ -27,12 +27,16 @@ AXES = (
     "load_op",
     "load_delay",
     "chase_group",
+    "chase_spacing",
 )
 AFFINITY_ALIASES = {"compact": "close", "scatter": "spread"}
 # The chase's locality: bytes per group of lines visited in random order
 # (groups in random order), or "full" (one random cycle). 256 KiB = 64 pages
 # is multichase's default, so membench's idle latency compares with it.
 DEFAULT_CHASE_GROUP = 256 * 2**10
+# The random chase's pointer spacing (one pointer per this many bytes):
+# multichase's default stride, for the same reason.
+DEFAULT_CHASE_SPACING = 256
 GROUP_PAGE = 4096
 SIZE_UNITS = {
     "B": 1,
@@ -77,6 +81,7 @@ class Cell:
     sweep_from: int = 4096
     points_per_octave: int = 2
     chase_group: int | str = DEFAULT_CHASE_GROUP
+    chase_spacing: int = DEFAULT_CHASE_SPACING
 
     @property
     def id(self) -> str:
@@ -98,6 +103,8 @@ class Cell:
             axes += f"_{self.load_op}_d{self.load_delay}"
         if self.kernel in ("chase", "loaded"):
             axes += "_g" + group_text(self.chase_group).replace(" ", "")
+            if self.chase_spacing != DEFAULT_CHASE_SPACING:
+                axes += f"_sp{self.chase_spacing}"
         return f"{self.experiment}/{self.kernel}-{self.variant}/{axes}"
 
     def as_dict(self) -> dict:
@@ -201,6 +208,7 @@ def experiment_cells(name: str, experiment: dict, variants_table: dict) -> list[
         "load_op": experiment["load_op"],
         "load_delay": experiment["load_delay"],
         "chase_group": [parse_group(g) for g in experiment["chase_group"]],
+        "chase_spacing": experiment.get("chase_spacing", [DEFAULT_CHASE_SPACING]),
     }
     cells = []
     for combo in itertools.product(*axes.values()):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from membench import SCHEMA_VERSION, __version__, memory, variants
-from membench.matrix import DEFAULT_CHASE_GROUP
+from membench.matrix import DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING
 from membench.records import write_jsonl_atomic
 from membench.stopping import Stopped, run_child
 from membench.topology import parse_cpulist
@@ -60,6 +60,7 @@ class Request:
     sweep_from: int = 4096
     points_per_octave: int = 2
     chase_group: int | str = DEFAULT_CHASE_GROUP
+    chase_spacing: int = DEFAULT_CHASE_SPACING
 
 
 def auto_size(topology: dict) -> int:
@@ -190,6 +191,7 @@ def harness_argv(binary: str, request: Request, resolved: dict) -> list[str]:
         *(["--sweep-from", str(request.sweep_from), "--points-per-octave", str(request.points_per_octave)] if request.kernel == "chase" else []),
         *(["--delay", str(request.load_delay)] if request.kernel == "loaded" else []),
         *(["--group", str(request.chase_group)] if request.kernel in ("chase", "loaded") else []),
+        *(["--spacing", str(request.chase_spacing)] if request.kernel in ("chase", "loaded") else []),
     ]  # fmt: skip
 
 
@@ -318,6 +320,7 @@ def measure_cell(
             prefetch_distance_requested=request.prefetch_distance,
             load_delay_requested=request.load_delay,
             chase_group_requested=request.chase_group if request.kernel in ("chase", "loaded") else None,
+            chase_spacing_requested=request.chase_spacing if request.kernel in ("chase", "loaded") else None,
             # The machine's memory nodes: what interleave:all must spread over.
             memory_nodes=[n["node"] for n in topo["nodes"] if n["memory_bytes"]],
             # The variant's declared feature columns (kernels/variants.yaml).

@@ -56,6 +56,8 @@ def cell_request(cell: Cell, system: str, repeat: int | None, variants_table: di
         "sweep_from": cell.sweep_from,
         "points_per_octave": cell.points_per_octave,
         "chase_group": cell.chase_group,
+        # only where it changes the measurement: other cells keep their digest
+        **({"chase_spacing": cell.chase_spacing} if cell.kernel in ("chase", "loaded") else {}),
         "repeat": repeat,
     }
 
