@@ -24,6 +24,9 @@
 #include "chase_walk.h"
 
 #define CHASE_PAGE 4096
+#ifndef MB_CHASE_PAIR_BYTES
+#define MB_CHASE_PAIR_BYTES 128 /* the adjacent-line prefetcher's pair */
+#endif
 
 /* ----------------------------------------------------------- utilities */
 
@@ -101,8 +104,11 @@ size_t mb_chase_build_random(char *base, size_t bytes, size_t line, size_t group
         return 0;
     unsigned long long s = seed ^ ((unsigned long long)bytes * 0xD1B54A32D192ED03ULL);
     size_t k = 0;
-    /* two passes, even lines then odd lines (nl == 1: one line, pass 0) */
-    for (unsigned pass = 0; pass < 2; pass++) {
+    /* slots under a 128-byte pair: two passes, even slots then odd slots
+     * (nl == 1: one slot, pass 0); larger slots never share a pair, one pass
+     * (a second one would only halve the loads per group and page) */
+    unsigned passes = line < MB_CHASE_PAIR_BYTES ? 2 : 1;
+    for (unsigned pass = 0; pass < passes; pass++) {
         for (size_t g = 0; g < ng; g++)
             gorder[g] = (unsigned)g;
         shuffle(gorder, ng, &s);
@@ -110,7 +116,7 @@ size_t mb_chase_build_random(char *base, size_t bytes, size_t line, size_t group
             size_t lo = (size_t)gorder[gi] * lpg, hi = lo + lpg < nl ? lo + lpg : nl;
             size_t start = k;
             /* the lines of this pass's parity (by address: the 128-byte pairs) */
-            for (size_t l = lo + ((lo & 1) != pass); l < hi; l += 2)
+            for (size_t l = lo + (passes == 2 && (lo & 1) != pass); l < hi; l += passes)
                 order[k++] = (unsigned)l;
             shuffle(order + start, k - start, &s);
         }
