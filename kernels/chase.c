@@ -6,9 +6,12 @@
  *
  * op random  a single-cycle permutation with one pointer per --spacing
  *            bytes (default 256, multichase's default stride; a power of two
- *            from the line size, sysfs coherency_line_size, to a page).  A
- *            spacing changes the latency (multichase itself reads lower at
- *            -s 64 than at -s 256, issue 20): compare like with like.  The
+ *            from the line size, sysfs coherency_line_size, to a page).  Each
+ *            slot's pointer sits on a pseudo-random line of its slot, as
+ *            multichase's "mixer" places it on a random word: pointers all at
+ *            slot starts read 63 ns where multichase read 140 (1 GiB, issue
+ *            20).  The spacing changes the latency (multichase itself reads
+ *            lower at -s 64 than at -s 256): compare like with like.  The
  *            working set is cut into groups of --group bytes (default 256
  *            KiB = 64 pages, multichase's TLB locality; `full` = one group,
  *            a random cycle over the whole working set); the groups are
@@ -18,10 +21,12 @@
  *            prefetchers see no pattern.  Smaller groups read low: their few
  *            lines keep hitting DRAM rows that are already open, and how
  *            often depends on where their physical pages land (64 KiB groups
- *            read 6-38 % below multichase, issue 12).  The cycle is split in two
- *            passes, even lines then odd lines, against the adjacent-line
- *            prefetcher (chase_cycle.c builds and verifies the cycles).
- *            Even/odd apply to the pointer slots.
+ *            read 6-38 % below multichase, issue 12).  With slots under a
+ *            128-byte pair (--spacing 64) the cycle is split in two passes,
+ *            even slots then odd slots, against the adjacent-line prefetcher;
+ *            wider slots never share a pair and take one pass, as multichase
+ *            (two passes read 8 % above it at 256: half the loads per group
+ *            and page).  chase_cycle.c builds and verifies the cycles.
  *            The cycle is verified (a permutation, every pointer to the next
  *            slot of the visiting order: one cycle through every slot) before
  *            anything is timed; an invalid cycle gives a failed record.

@@ -3,10 +3,13 @@
  * Used by the chase family (chase.c), the loaded family (loaded.c) and the
  * C unit test in tests/test_chase.py.
  *
- * Random cycle: the working set is cut into groups of group_bytes, the
- * groups are visited in random order and inside a group its lines in random
- * order.  The cycle is split in two passes, even lines then odd lines (of
- * every 128-byte pair), each with its own random group order: the
+ * Random cycle: the working set is cut into slots of `line` bytes (the
+ * chase's --spacing), one pointer per slot (mb_chase_slot_at: a
+ * pseudo-random 64-byte line of the slot), and into groups of group_bytes;
+ * the groups are visited in random order and inside a group its slots in
+ * random order.  Slots under 128 bytes: the cycle is split in two passes,
+ * even slots then odd slots (of every 128-byte pair), each with its own
+ * random group order: the
  * adjacent-line ("buddy") prefetcher's pair line is then not used until
  * half a working set later, i.e. it is evicted again at DRAM-sized working
  * sets and cannot turn half of the misses into cache hits.

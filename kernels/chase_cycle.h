@@ -23,14 +23,16 @@
  * "membench <family>: invalid value ... for --spacing; allowed: ..." */
 MB_WEAK int mb_chase_check_spacing(const char *family, size_t spacing, size_t line);
 /* Byte offset of slot i's pointer from base: the slot's start plus a
- * pseudo-random whole 64-byte line inside the slot (slots over 64 bytes), as
- * multichase's "mixer" moves each pointer to a random word of its stride
- * slot, so that the loads do not all share the same low address bits. */
+ * pseudo-random whole 64-byte line inside the slot (slots over 64 bytes),
+ * the same for slots i and i + 64, as multichase's "mixer" moves each
+ * pointer to one of 64 random words of its stride slot (by index mod 64).
+ * Pointers all at slot starts read 55 % low at 256 bytes; a line per slot
+ * hashed from i rather than i mod 64 read 2 % above multichase (issue 20). */
 static inline size_t mb_chase_slot_at(size_t i, size_t slot)
 {
     if (slot <= 64)
         return i * slot;
-    unsigned long long z = (unsigned long long)i * 0x9E3779B97F4A7C15ULL;
+    unsigned long long z = (unsigned long long)((i & 63) + 1) * 0x9E3779B97F4A7C15ULL;
     z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ULL;
     z ^= z >> 29;
     return i * slot + (size_t)(z % (slot / 64)) * 64;

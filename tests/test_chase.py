@@ -11,6 +11,7 @@ pages for the loaded runs so the first touch is quick).
 
 import json
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -63,9 +64,11 @@ static int fail(const char *what, size_t bytes, size_t line, size_t group)
     return 1;
 }
 
-/* Walk the random chain pointer by pointer: one cycle, every line once,
- * group by group (group = bytes per group, 0 = full: the whole working
- * set), even lines before odd lines, no sequential pattern. */
+/* Walk the random chain pointer by pointer: one cycle, every slot (of
+ * `line` bytes, the pointer spacing) once, each pointer where
+ * mb_chase_slot_at puts it, group by group (group = bytes per group, 0 =
+ * full: the whole working set), even slots before odd slots when slots are
+ * under a 128-byte pair, no sequential pattern. */
 static int check_random(size_t bytes, size_t line, size_t group)
 {
     size_t nl = bytes / line;
@@ -78,15 +81,15 @@ static int check_random(size_t bytes, size_t line, size_t group)
     char why[512];
     if (!mb_chase_verify_order(base, nl, line, order, why, sizeof why))
         return fail(why, bytes, line, group);
-    char *p = base + (size_t)order[0] * line, *start = p;
+    char *p = base + mb_chase_slot_at(order[0], line), *start = p;
     size_t steps = 0, adjacent = 0, group_changes = 0, parity_flips = 0;
     size_t lpg = group ? group / line : nl, prev_group = (size_t)-1, prev_parity = 0;
     if (lpg > nl)
         lpg = nl;
     do {
-        if (p < base || p >= base + nl * line || (size_t)(p - base) % line)
-            return fail("pointer outside the lines", bytes, line, group);
         size_t l = (size_t)(p - base) / line;
+        if (p < base || p >= base + nl * line || p != base + mb_chase_slot_at(l, line))
+            return fail("pointer outside the slots' pointers", bytes, line, group);
         if (seen[l]++)
             return fail("line visited twice before the cycle closed", bytes, line, group);
         if (l / lpg != prev_group)
@@ -96,7 +99,7 @@ static int check_random(size_t bytes, size_t line, size_t group)
         prev_group = l / lpg;
         prev_parity = l & 1;
         char *next = *(char **)p;
-        if (next == p + line)
+        if (next >= base && (size_t)(next - base) / line == l + 1)
             adjacent++;
         p = next;
         steps++;
@@ -109,9 +112,12 @@ static int check_random(size_t bytes, size_t line, size_t group)
     size_t ngroups = (nl + lpg - 1) / lpg;
     if (group_changes > 2 * ngroups)  /* each group once per pass */
         return fail("pages are not visited group by group", bytes, line, group);
-    if (nl > 1 && parity_flips != 1)  /* even lines, then odd lines */
+    if (line < 128 && nl > 1 && parity_flips != 1)  /* even slots, then odd slots */
         return fail("even and odd lines are interleaved", bytes, line, group);
-    if (nl >= 4096 && adjacent * 50 > nl)
+    if (line >= 128 && nl >= 4096 && parity_flips < nl / 8)  /* one pass */
+        return fail("slots of a pair apart are still split by parity", bytes, line, group);
+    /* (one pass with few slots per group: a neighbour is often next by chance) */
+    if (nl >= 4096 && (line < 128 || lpg >= 64) && adjacent * 50 > nl)
         return fail("too many sequential steps", bytes, line, group);
     /* a broken cycle must fail the verification */
     mb_chase_break(base, nl, line, order);
@@ -148,13 +154,13 @@ int main(void)
     /* working sets that the groups divide and that they do not (a partial
      * last group), below one group and far above it */
     static const size_t sizes[] = {64, 128, 4096, 5760, 65536, 200000, 1 << 22, (1 << 22) + 4032};
-    static const size_t lines[] = {64, 128};
+    static const size_t lines[] = {64, 128, 256};
     /* bytes per group: full, one line, 3 lines, a page, 3 pages, 16 pages,
      * the default 256 KiB */
     static const size_t groups[] = {0, 1, 3, 4096, 3 * 4096, 16 * 4096, 256 * 1024};
     int bad = 0;
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
-        for (size_t l = 0; l < 2; l++)
+        for (size_t l = 0; l < 3; l++)
             for (size_t g = 0; g < sizeof groups / sizeof *groups; g++) {
                 size_t group = groups[g] == 1 || groups[g] == 3 ? groups[g] * lines[l] : groups[g];
                 if (sizes[s] >= lines[l])
@@ -214,15 +220,19 @@ def test_records_follow_the_contract(bins):
         check_statistic(r)
         assert min(r["seconds"]) >= 0.002 * 0.5  # chunks of ~--chunk-ms
         assert r["line_bytes"] in (64, 128) and r["seed"] == 20240601
+        if platform.machine() == "x86_64":  # the measured clock of the chasing CPU
+            assert 0.2 < r["core_ghz"] < 10
         # affinity none still pins the chaser: the first allowed CPU
         assert r["affinity"] == "none" and r["cpus_bound"] == [ALLOWED[0]]
         assert r["cpus"] == [ALLOWED[0]]
         if r["op"] == "random":  # default: 256 KiB groups, or the whole smaller working set
             assert r["group_bytes"] == min(256 * 1024, r["working_set_bytes"]) and r["group_full"] is False
             assert r["stride_bytes"] is None
-            assert r["cycle_length"] == r["working_set_bytes"] // r["line_bytes"]
+            assert r["pointer_spacing_bytes"] == 256  # multichase's default stride
+            assert r["cycle_length"] == r["working_set_bytes"] // 256
         else:
             assert r["stride_bytes"] == 64 and r["group_bytes"] is None and r["group_full"] is None
+            assert r["pointer_spacing_bytes"] is None
             assert r["cycle_length"] == r["working_set_bytes"] // 64
 
 
@@ -342,7 +352,7 @@ def test_group_full_and_groups_not_dividing_the_working_set(bins):
         (r,) = recs
         assert r["status"] == "ok" and r["valid"] is True
         assert r["group_bytes"] == want and r["group_full"] is full
-        assert r["cycle_length"] == size // r["line_bytes"]
+        assert r["cycle_length"] == size // r["pointer_spacing_bytes"]
 
 
 # -------------------------------------------------------------- loaded
@@ -360,6 +370,10 @@ def test_loaded_gives_latency_and_bandwidth(bins):
     assert r["delay"] == 0 and r["working_set_bytes"] == 32 * MIB
     assert r["group_bytes"] == 256 * 1024 and r["group_full"] is False and r["cycle_walks"] >= 1
     assert r["cpus_bound"] == ALLOWED[:2] and r["window_seconds"] > 0
+    assert r["pointer_spacing_bytes"] == 256 and r["cycle_length"] == 32 * MIB // 256
+    assert r["line_bytes"] in (64, 128)
+    if platform.machine() == "x86_64":  # the measured clock of the chasing CPU
+        assert 0.2 < r["core_ghz"] < 10
 
 
 def test_loaded_read_and_corruption(bins):
