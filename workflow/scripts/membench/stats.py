@@ -24,6 +24,7 @@ CELL_KEYS = [
     "size_requested",
     "load_delay_requested",
     "chase_group_requested",
+    "chase_spacing_requested",
 ]
 OBTAINED_KEYS = ["threads", "size_bytes", "policy"]
 # Axes that tell series apart in figures and table rows (threads and op have
