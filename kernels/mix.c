@@ -146,6 +146,12 @@ typedef __m128d mx_vec;
 #define MX_WSTORE MX_STORE
 #endif
 
+/* The peel and tail loops stay scalar and rolled: gcc would vectorise and
+ * unroll them into more vector memory operations than the main loop has,
+ * at a width that is not the variant's (an empty asm is a statement it
+ * cannot vectorise; unroll 1 keeps them one loop). */
+#define MX_SCALAR() __asm__ volatile("")
+
 /* One write kernel: scalar up to the output's vector alignment, then
  * MX_UNROLL vectors per iteration, then the scalar tail. */
 #define MX_WKERNEL(name, attr, store, args, vexpr, sexpr)                            \
@@ -154,9 +160,9 @@ typedef __m128d mx_vec;
         size_t j = 0;                                                                 \
         const mx_vec vs = MX_SET1(s);                                                 \
         (void)vs;                                                                     \
-        while (j < n && ((uintptr_t)(w + j) & (MX_VBYTES - 1)) != 0) {                \
+        for (; j < n && ((uintptr_t)(w + j) & (MX_VBYTES - 1)); j++) {                  \
             w[j] = sexpr;                                                             \
-            j++;                                                                      \
+            MX_SCALAR();                                                              \
         }                                                                             \
         for (; j + MX_STEP <= n; j += MX_STEP) {                                      \
             _Pragma("GCC unroll 4") for (int u = 0; u < MX_UNROLL; u++)               \
@@ -165,8 +171,10 @@ typedef __m128d mx_vec;
                 store(w + k, vexpr);                                                  \
             }                                                                         \
         }                                                                             \
-        for (; j < n; j++)                                                            \
+        _Pragma("GCC unroll 1") for (; j < n; j++) {                                  \
             w[j] = sexpr;                                                             \
+            MX_SCALAR();                                                              \
+        }                                                                             \
     }
 
 #define MX_R3W1_ARGS                                                                  \
@@ -206,8 +214,11 @@ MB_KERNEL_FN MB_VTARGET double mb_kern_mix_r1w0(const double *restrict a, size_t
     double sum = 0.0;
     for (int l = 0; l < MX_LANES; l++)
         sum += lanes[l];
-    for (; j < n; j++)
+#pragma GCC unroll 1
+    for (; j < n; j++) {
         sum += a[j];
+        MX_SCALAR();
+    }
     return sum;
 }
 #else /* plain C: the compiler's choice */
