@@ -20,6 +20,7 @@ from markupsafe import Markup
 
 from membench.records import write_text_atomic
 from membench.concurrency import effective_concurrency, idle_latencies
+from membench.injection import loaded_little_table
 from membench.stats import add_series
 from membench.tables import idle_latency_table, tables_for
 
@@ -152,13 +153,16 @@ def build_context(
     for name, spec in config["experiments"].items():
         part = cells[cells["experiment"] == name]
         part_ec = ec[ec["experiment"] == name] if not ec.empty else ec
+        tables = tables_for(spec["kernel"], part, part_ec)
+        if spec["kernel"] == "loaded" and (little := loaded_little_table(part, line_bytes)):
+            tables.append(little)
         experiments.append(
             {
                 "name": name,
                 "kernel": spec["kernel"],
                 "axes": {k: v for k, v in spec.items() if k not in ("kernel", "exclude") and _relevant(k, spec["kernel"])},
                 "figures": {kind: Markup(svg) for kind, svg in figures.get(name, {}).items()},
-                "tables": tables_for(spec["kernel"], part, part_ec),
+                "tables": tables,
                 "cells": _records(part),
                 # beside the placement figure, whose runs and ticks it explains
                 "modes": _modes_rows(modes, name, part) if "placement" in figures.get(name, {}) else [],

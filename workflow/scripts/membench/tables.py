@@ -9,6 +9,7 @@ import math
 
 import pandas as pd
 
+from membench.injection import injection_table
 from membench.matrix import size_text
 from membench.stats import add_series
 
@@ -246,14 +247,14 @@ def affinity_change_table(cells: pd.DataFrame, before: str = "none", after: str 
 
 
 # Which paper table each kernel family's experiments show.
-TABLES = {"readonly": (feature_table,), "xor": (range_table,)}
+TABLES = {"readonly": (feature_table,), "xor": (range_table,), "mix": (injection_table,)}
 
 
 def tables_for(kernel: str, cells: pd.DataFrame, ec: pd.DataFrame) -> list[dict]:
     """The paper tables of one experiment, then its effective concurrency."""
     if cells.empty:
         return []
-    tables = [make(cells) for make in TABLES.get(kernel, ())]
+    tables = [table for make in TABLES.get(kernel, ()) if (table := make(cells))]
     if kernel not in ("chase", "loaded", "readonly"):
         change = affinity_change_table(cells)
         if change:
