@@ -209,3 +209,17 @@ def test_loaded_little_law_at_each_point():
     assert point["lines in flight"] == "30.0" and point["lines / load thread"] == "15.0"
     assert by[("r2w1nt", "0")]["lines in flight"] == f"{12.0 * 150.0 / 64:.1f}"
     assert len(table["rows"]) == 3
+
+
+def test_loaded_figure_draws_a_curve_per_mix_with_lines_in_flight():
+    from membench import figures
+
+    rows = [
+        dict(system="sys", experiment="lat", cell=f"lat/{op}/{d}", kernel="loaded", variant="default", op=op, threads=3,
+             threads_requested=3, affinity="close", policy_requested="default", pages="4k", size_requested=2**29,
+             load_delay_requested=d, n_ok=2, gbps_mean=g, gbps_std=0.1, gbps_wa_mean=g * 1.5, ns_mean=ns, ns_std=1.0)
+        for op in ("r1w1", "r2w1nt") for d, g, ns in ((0, 10.0, 128.0), (50, 4.0, 96.0))
+    ]  # fmt: skip
+    with_lines = figures.loaded_svg(pd.DataFrame(rows), "lat-loaded", {"sys": 64})
+    without = figures.loaded_svg(pd.DataFrame(rows), "lat-loaded")
+    assert with_lines.lstrip().startswith("<") and with_lines != without
