@@ -109,32 +109,21 @@ static inline double mx_value(int arr, size_t j)
 
 #if MX_W == 512
 typedef __m512d mx_vec;
-#define MX_LOADU _mm512_loadu_pd
-#define MX_STORE _mm512_store_pd
-#define MX_STREAM _mm512_stream_pd
-#define MX_SET1 _mm512_set1_pd
-#define MX_ADD _mm512_add_pd
-#define MX_MUL _mm512_mul_pd
-#define MX_ZERO _mm512_setzero_pd
+#define MX_(op) _mm512_##op
 #elif MX_W == 256
 typedef __m256d mx_vec;
-#define MX_LOADU _mm256_loadu_pd
-#define MX_STORE _mm256_store_pd
-#define MX_STREAM _mm256_stream_pd
-#define MX_SET1 _mm256_set1_pd
-#define MX_ADD _mm256_add_pd
-#define MX_MUL _mm256_mul_pd
-#define MX_ZERO _mm256_setzero_pd
+#define MX_(op) _mm256_##op
 #else
 typedef __m128d mx_vec;
-#define MX_LOADU _mm_loadu_pd
-#define MX_STORE _mm_store_pd
-#define MX_STREAM _mm_stream_pd
-#define MX_SET1 _mm_set1_pd
-#define MX_ADD _mm_add_pd
-#define MX_MUL _mm_mul_pd
-#define MX_ZERO _mm_setzero_pd
+#define MX_(op) _mm_##op
 #endif
+#define MX_LOADU MX_(loadu_pd)
+#define MX_STORE MX_(store_pd)
+#define MX_STREAM MX_(stream_pd)
+#define MX_SET1 MX_(set1_pd)
+#define MX_ADD MX_(add_pd)
+#define MX_MUL MX_(mul_pd)
+#define MX_ZERO MX_(setzero_pd)
 #define MX_LANES (MX_W / 64)
 #define MX_VBYTES (MX_W / 8)
 #define MX_UNROLL 4 /* vectors per iteration: a whole line even at 128 bits */
