@@ -55,7 +55,7 @@ test: system-deps test-deps $(STAMP)
 # a bare Snakefile.
 bench: system-deps $(STAMP)
 	@failed=; \
-	for bench in compare_likwid.py oversize_skip.py figures_only.py "compare_multichase.py --strict" pipeline_overhead.py; do \
+	for bench in compare_likwid.py oversize_skip.py figures_only.py record_validation.py "compare_multichase.py --strict" pipeline_overhead.py; do \
 	  echo "== bench/$$bench"; $(BIN)/python bench/$$bench || failed="$$failed $${bench%% *}"; done; \
 	[ -z "$$failed" ] || { echo "off target or failed:$$failed"; exit 1; }
 

@@ -5,6 +5,9 @@ rule collect_runs:
         code=PACKAGE_SOURCES,
     output:
         "results/{system}/measurements.csv",
+    params:
+        experiments=CONFIG["experiments"],
+        variants=str(VARIANTS_FILE),
     log:
         "logs/collect_runs/{system}.log",
     conda:

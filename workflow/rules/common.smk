@@ -17,6 +17,7 @@ from membench import (
     matrix,
     rounds,
     stopping,
+    stored,
     variants,
 )  # noqa: E402
 
@@ -37,6 +38,16 @@ except matrix.ConfigError as error:
 SYSTEMS = matrix.system_names(CONFIG)
 EXPERIMENTS = list(CONFIG["experiments"])
 FIGURES_ONLY = CONFIG["figures_only"]
+if FIGURES_ONLY:
+    # Stored results are checked, not trusted: damaged or missing system
+    # files stop the run here, by name, before any job (membench.stored).
+    _SYSTEM_FILE_PROBLEMS = [
+        problem
+        for system in SYSTEMS
+        for problem in stored.system_file_problems(f"results/{system}")
+    ]
+    if _SYSTEM_FILE_PROBLEMS:
+        raise WorkflowError(stored.system_files_message(_SYSTEM_FILE_PROBLEMS))
 
 
 wildcard_constraints:
