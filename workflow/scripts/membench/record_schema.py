@@ -247,9 +247,13 @@ def problems(record, stored: bool = True) -> list[str]:
         return []
     except fastjsonschema.JsonSchemaException:
         pass
-    found = []
+    found, said = [], set()
     for error in sorted(full.iter_errors(record), key=lambda e: list(e.absolute_path)):
-        found += [line for line in _describe(error) if line not in found]
+        for line in _describe(error):
+            where = line.split("=", 1)[0] if "=" in line.split(":", 1)[0] else line
+            if where not in said:  # one line per key (its first broken rule)
+                said.add(where)
+                found.append(line)
     if record.get("schema", SCHEMA_VERSION) != SCHEMA_VERSION and type(record.get("schema")) is int:
         found.append(f"schema {record['schema']} is not {SCHEMA_VERSION}")
     return found or ["rejected by the record schema"]

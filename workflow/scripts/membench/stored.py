@@ -140,11 +140,13 @@ def _knobs(cell: Cell) -> tuple:
     return knobs + (LOADED_KNOBS if cell.kernel == "loaded" else ())
 
 
-def consistency_problems(path: str, records: list[tuple[int, dict]], expected: Expected | None) -> list[str]:
+def consistency_problems(path: str, records: list[tuple[int, dict]], expected: Expected | None,
+                         whole: bool = True) -> list[str]:
     """A record must match the path it is stored under (system, experiment,
     kernel, variant, repetition) and, when the config is known, the
     request of that cell (its knobs and request_digest). Each mismatch
-    names both values."""
+    names both values. whole: every line of the file was read (then a
+    missing op means the file was cut at a line's end)."""
     where = path_parts(path)
     if where is None:
         return [f"{path}: not a repetition file path (results/<system>/runs/<experiment>/<kernel>-<variant>/<axes>/r<k>.jsonl)"]
@@ -178,7 +180,7 @@ def consistency_problems(path: str, records: list[tuple[int, dict]], expected: E
         if digest is not None and digest != want_digest:
             problems.append(f"{at}: request_digest {digest} but the config's request for this cell is {want_digest} "
                             f"(a knob of the request differs: rounds.cell_request)")  # fmt: skip
-    if request and records and not problems:
+    if request and records and whole and not problems:
         ops = {record["op"] for _, record in records}
         if ops != set(request["ops"]):
             missing = [op for op in request["ops"] if op not in ops]
@@ -194,8 +196,9 @@ def read_runs(paths: list[str], expected: Expected | None = None) -> Iterator[di
     problems: list[str] = []
     checker = record_schema.Checker()
     for path in paths:
+        before = len(problems)
         found = read_run_file(path, problems, checker)
-        wrong = consistency_problems(path, found, expected)
+        wrong = consistency_problems(path, found, expected, whole=len(problems) == before)
         problems += wrong
         if wrong:
             continue
