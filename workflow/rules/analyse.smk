@@ -5,15 +5,15 @@ rule collect_runs:
         code=PACKAGE_SOURCES,
     output:
         "results/{system}/measurements.csv",
-    params:
-        experiments=CONFIG["experiments"],
-        variants=str(VARIANTS_FILE),
     log:
         "logs/collect_runs/{system}.log",
     conda:
         "../../envs/python.yaml"
     resources:
         machine=1,
+    params:
+        experiments=CONFIG["experiments"],
+        variants=str(VARIANTS_FILE),
     script:
         "../scripts/collect_runs.py"
 
