@@ -97,7 +97,7 @@ def damage(kind: str, paths: list[str]) -> tuple[str, int | None, str]:
         return path, 1, "NaN is not a JSON number"
     if kind == "negative":
         edit(path, 3, gbps=-3.0)
-        return path, 3, "gbps=-3.0: -3.0 is less than or equal to the minimum of 0"
+        return path, 3, "gbps=-3.0: -3.0 is less than"
     if kind == "cpu id":
         edit(path, 1, cpus=[-1])
         return path, 1, "cpus[0]=-1"
@@ -242,3 +242,13 @@ def test_figures_only_with_damaged_runs_ends_in_the_message_not_a_traceback(tmp_
     out = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=600)
     text = out.stdout + out.stderr
     assert out.returncode != 0 and "topology.json: not JSON" in text and "Traceback" not in text, text[-3000:]
+
+
+@pytest.mark.parametrize("kind", ["gbps string", "not json", "system"])
+def test_one_cpu_checks_first(study, kind, monkeypatch):
+    """With one CPU the check runs before the table is built; same message."""
+    work, paths, expected = study
+    monkeypatch.setattr(stored.os, "sched_getaffinity", lambda pid: {0})
+    path, line, fragment = damage(kind, paths)
+    message = collect_error(work, paths, expected)
+    assert f"{path}:{line}: " in message and fragment in message, message

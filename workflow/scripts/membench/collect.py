@@ -12,7 +12,7 @@ import pandas as pd
 
 from membench.placement import Machine, classify
 from membench.records import write_text_atomic
-from membench.stored import Expected, StoredRunsError, read_runs, system_file_problems, system_files_message
+from membench.stored import Expected, StoredRunsError, checked, system_file_problems, system_files_message
 from membench.verify import placement_problems
 
 
@@ -153,7 +153,7 @@ def collect_runs(inputs: list[str], output: str, topology: str | None = None, ex
         if wrong:
             raise StoredRunsError(system_files_message(wrong))
         topologies = {Path(topology).parent.name: json.loads(Path(topology).read_text())}
-    table = records_table(read_runs(run_files(inputs), expected), topologies)
+    table = checked(run_files(inputs), expected, lambda records: records_table(records, topologies))
     write_text_atomic(Path(output), table.to_csv(index=False))
     return table
 

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 import marshal
+import operator
 from pathlib import Path
 
 import fastjsonschema
@@ -109,11 +111,13 @@ def key_subschemas(root: dict, probe: dict) -> dict[str, list[dict]]:
 
 
 @functools.cache
-def _key_validator(stored: bool, probe: tuple, key: str):
-    """The compiled check of one key's value in records of one shape."""
+def _keys_validator(stored: bool, probe: tuple, keys: tuple):
+    """The compiled check of some keys' values (an object of just those) in
+    records of one shape: every subschema that applies to each key."""
     root = schema(stored)
-    subs = key_subschemas(root, dict(probe)).get(key, [])
-    return fastjsonschema.compile({"definitions": root.get("definitions", {}), "allOf": subs})
+    subs = key_subschemas(root, dict(probe))
+    properties = {key: {"allOf": subs.get(key, [])} for key in keys}
+    return fastjsonschema.compile({"definitions": root.get("definitions", {}), "properties": properties})
 
 
 class Checker:
@@ -122,36 +126,49 @@ class Checker:
     def __init__(self, stored: bool = True):
         self.stored = stored
         self.full, _ = _validators(stored)
-        self.last: dict | None = None
-        self.exact: dict[str, bytes] = {}
+        self.keys: list[str] = []  # the last valid record's keys, in order
+        self.values: list = []
+        self.exact: dict[int, bytes] = {}  # position of a container -> _exact(it)
+        self.probe: tuple = ()
+
+    def _remember(self, keys: list[str], values: list, record: dict) -> None:
+        self.keys, self.values = keys, values
+        self.exact = {i: _exact(v) for i, v in enumerate(values) if type(v) in CONTAINERS}
+        self.shape = [i for i, key in enumerate(keys) if key in SHAPE_KEYS]
+        self.probe = tuple((key, record[key]) for key in SHAPE_KEYS if key in record)
 
     def valid(self, record: dict) -> bool:
-        last = self.last
-        if last is not None and record.keys() == last.keys():
-            changed, exact = {}, {}
-            for key, value in record.items():
-                old = last[key]
-                if type(value) in CONTAINERS:
-                    exact[key] = _exact(value)
-                    if exact[key] != self.exact.get(key):
-                        changed[key] = value
-                elif value != old or type(value) is not type(old):
-                    changed[key] = value
-            if not any(key in changed for key in SHAPE_KEYS):
-                probe = tuple((key, record[key]) for key in SHAPE_KEYS if key in record)
+        keys = list(record)
+        if keys == self.keys:
+            # Position by position (C loops): which values differ from the
+            # last valid record's, in value or type; equal containers also
+            # in their items' types.
+            values = list(record.values())
+            differs = list(map(operator.or_, map(operator.ne, values, self.values),
+                               map(operator.is_not, map(type, values), map(type, self.values))))  # fmt: skip
+            exact = self.exact
+            for i, old in exact.items():
+                if not differs[i] and _exact(values[i]) != old:
+                    differs[i] = True
+            changed = list(itertools.compress(range(len(values)), differs))
+            if not any(differs[i] for i in self.shape):
+                names = tuple(keys[i] for i in changed)
                 try:
-                    for key, value in changed.items():
-                        _key_validator(self.stored, probe, key)(value)
+                    _keys_validator(self.stored, self.probe, names)(dict(zip(names, (values[i] for i in changed))))
                 except fastjsonschema.JsonSchemaException:
                     return False
-                self.last, self.exact = record, exact
+                for i in changed:
+                    if type(values[i]) in CONTAINERS:
+                        exact[i] = _exact(values[i])
+                    else:
+                        exact.pop(i, None)
+                self.values = values
                 return True
         try:
             self.full(record)
         except fastjsonschema.JsonSchemaException:
             return False
-        self.last = record
-        self.exact = {key: _exact(value) for key, value in record.items() if type(value) in CONTAINERS}
+        self._remember(keys, list(record.values()), record)
         return True
 
     def problems(self, record) -> list[str]:

@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import functools
 import json
+import multiprocessing
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
-from membench import record_schema, rounds
+from membench import SCHEMA_VERSION, record_schema, rounds
 from membench.matrix import Cell
 
 MAX_SHOWN = 50
+T = TypeVar("T")
 RUN_FILE = re.compile(r"^r([0-9]+)\.jsonl$")
 
 
@@ -209,6 +214,60 @@ def read_runs(paths: list[str], expected: Expected | None = None) -> Iterator[di
             yield record
     if problems:
         raise StoredRunsError(problems_message(problems, paths))
+
+
+def run_problems(paths: list[str], expected: Expected | None = None) -> list[str]:
+    """Every problem read_runs would name, without keeping the records."""
+    problems: list[str] = []
+    checker = record_schema.Checker()
+    for path in paths:
+        before = len(problems)
+        found = read_run_file(path, problems, checker)
+        problems += consistency_problems(path, found, expected, whole=len(problems) == before)
+    return problems
+
+
+def records_as_stored(paths: list[str]) -> Iterator[dict]:
+    """The records of files run_problems finds whole, read without checking
+    them (migrated; the path names their experiment and cell)."""
+    for path in paths:
+        where = path_parts(path)
+        with open(path, "rb") as fh:
+            for line in fh:
+                if not line.strip():
+                    continue
+                record = _DECODER.decode(line.decode("utf-8"))
+                if record.get("schema") != SCHEMA_VERSION:
+                    record = record_schema.migrate(record)
+                if record.get("experiment") != where["experiment"] or record.get("cell") != where["cell"]:
+                    record = {**record, "experiment": where["experiment"], "cell": where["cell"]}
+                yield record
+
+
+def checked(paths: list[str], expected: Expected | None, consume: Callable[[Iterator[dict]], T]) -> T:
+    """consume(the records of paths), trusted only once run_problems finds
+    nothing: with two CPUs or more, a second process checks while this one
+    consumes (a damaged record may break consume first: the check's
+    problems are what is raised); with one, the check runs first."""
+    if len(os.sched_getaffinity(0)) < 2:
+        problems = run_problems(paths, expected)
+        if problems:
+            raise StoredRunsError(problems_message(problems, paths))
+        return consume(records_as_stored(paths))
+    # fork: the check needs nothing this process has not imported, and a
+    # spawned child would run the calling script (a Snakemake script) again.
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+        check = pool.submit(run_problems, paths, expected)
+        try:
+            result, error = consume(records_as_stored(paths)), None
+        except Exception as caught:  # noqa: BLE001 - the check says what was wrong
+            result, error = None, caught
+        problems = check.result()
+    if problems:
+        raise StoredRunsError(problems_message(problems, paths))
+    if error is not None:
+        raise error
+    return result
 
 
 def problems_message(problems: list[str], paths: list[str]) -> str:
