@@ -12,7 +12,14 @@ import pandas as pd
 
 from membench.placement import Machine, classify
 from membench.records import write_text_atomic
-from membench.stored import Expected, StoredRunsError, checked, system_file_problems, system_files_message
+from membench.stored import (
+    Expected,
+    StoredRunsError,
+    checked,
+    read_runs,
+    system_file_problems,
+    system_files_message,
+)
 from membench.verify import placement_problems
 
 
@@ -172,3 +179,12 @@ def read_measurements(paths: list[str], columns: list[str] | None = None, withou
 
         frames.append(pd.read_csv(path, usecols=wanted, low_memory=False))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def read_records(paths: list[str]):
+    """Every record of the repetition files `paths`, one at a time, each
+    checked against the record schema (membench.stored; a StoredRunsError
+    naming every problem once all are read), not against its path: `make
+    compare` reads stored runs with it, from directories that may have been
+    renamed."""
+    return read_runs(paths, by_path=False)

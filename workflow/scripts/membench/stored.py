@@ -194,15 +194,20 @@ def consistency_problems(path: str, records: list[tuple[int, dict]], expected: E
     return problems
 
 
-def read_runs(paths: list[str], expected: Expected | None = None) -> Iterator[dict]:
-    """Every record of the repetition files, checked (schema, path,
-    request); a StoredRunsError listing every problem once all are read.
-    The path names the experiment and cell of its records."""
+def read_runs(paths: list[str], expected: Expected | None = None, by_path: bool = True) -> Iterator[dict]:
+    """Every record of the repetition files, checked (schema; with by_path,
+    also its path and request); a StoredRunsError listing every problem once
+    all are read. With by_path the path names the experiment and cell of
+    its records; without (make compare: directories may be renamed), the
+    records are as stored."""
     problems: list[str] = []
     checker = record_schema.Checker()
     for path in paths:
         before = len(problems)
         found = read_run_file(path, problems, checker)
+        if not by_path:
+            yield from (record for _, record in found)
+            continue
         wrong = consistency_problems(path, found, expected, whole=len(problems) == before)
         problems += wrong
         if wrong:
