@@ -11,6 +11,7 @@ import pandas as pd
 
 from membench.placement import Machine, classify
 from membench.records import contract_problems, read_jsonl, write_text_atomic
+from membench.stored_index import recorded_name
 from membench.verify import placement_problems
 
 
@@ -155,12 +156,23 @@ def records_table(records, topologies: dict[str, dict] | None = None) -> pd.Data
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
+def as_named(path: str, record: dict) -> dict:
+    """A record under the experiment and cell its file is stored as now: a
+    renamed experiment keeps its repetitions (membench.stored_index), which
+    then report under the new name; the name it was measured under stays
+    beside it (experiment_measured_as). The stored file is not changed."""
+    named = recorded_name(path)
+    if named and record.get("experiment") is not None and named[1] != record.get("cell"):
+        record = {**record, "experiment_measured_as": record["experiment"], "experiment": named[0], "cell": named[1]}
+    return record
+
+
 def collect_runs(inputs: list[str], output: str, topology: str | None = None) -> pd.DataFrame:
     """topology: the system's topology.json (placement classes need it)."""
     topologies = None
     if topology:
         topologies = {Path(topology).parent.name: json.loads(Path(topology).read_text())}
-    table = records_table((record for _, _, record in _checked(run_files(inputs))), topologies)
+    table = records_table((as_named(path, record) for path, _, record in _checked(run_files(inputs))), topologies)
     write_text_atomic(Path(output), table.to_csv(index=False))
     return table
 

@@ -21,6 +21,7 @@ from markupsafe import Markup
 from membench.records import write_text_atomic
 from membench.concurrency import effective_concurrency, idle_latencies
 from membench.stats import add_series
+from membench.superseded import counts as superseded_counts
 from membench.tables import idle_latency_table, tables_for
 
 
@@ -145,7 +146,10 @@ def build_context(
     systems: dict[str, dict],
     provenance: dict,
     modes: pd.DataFrame | None = None,
+    superseded: dict | None = None,
 ) -> dict:
+    """superseded: system -> {cell id: repetitions moved aside}
+    (membench.superseded.counts)."""
     line_bytes = {name: system["topology"]["line_bytes"] for name, system in systems.items()}
     ec = effective_concurrency(cells, line_bytes)
     experiments = []
@@ -159,7 +163,10 @@ def build_context(
                 "axes": {k: v for k, v in spec.items() if k not in ("kernel", "exclude") and _relevant(k, spec["kernel"])},
                 "figures": {kind: Markup(svg) for kind, svg in figures.get(name, {}).items()},
                 "tables": tables_for(spec["kernel"], part, part_ec),
-                "cells": _records(part),
+                "cells": [
+                    {**row, "superseded": (superseded or {}).get(row["system"], {}).get(row["cell"], 0)}
+                    for row in _records(part)
+                ],
                 # beside the placement figure, whose runs and ticks it explains
                 "modes": _modes_rows(modes, name, part) if "placement" in figures.get(name, {}) else [],
             }
@@ -212,6 +219,7 @@ def render_report(
         modes=pd.read_csv(modes_csv) if modes_csv else None,
         figures=svgs,
         systems=systems,
+        superseded={name: superseded_counts(Path(files["topology"]).parent) for name, files in system_files.items()},
         provenance={
             **provenance,
             "snakemake_version": importlib.metadata.version("snakemake"),
