@@ -52,6 +52,7 @@ FIGURES_ONLY = CONFIG["figures_only"]
 wildcard_constraints:
     system=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     round=r"[0-9]+",
+    study=r"[0-9a-f]{12}",
     experiment=r"[a-z][a-z0-9_]*",
     kind=r"[a-z]+",
 
@@ -87,7 +88,10 @@ def stored_runs(wildcards):
     lists its repetition files); in figures-only mode, the repetition files
     that are stored."""
     if not FIGURES_ONLY:
-        return [f"results/{wildcards.system}/rounds/r{k}.json" for k in range(ROUNDS)]
+        return [
+            f"results/{wildcards.system}/rounds/r{k}-{ROUND_INPUTS.study_digest(k)}.json"
+            for k in range(ROUNDS)
+        ]
     files = (
         rounds.run_path(f"results/{wildcards.system}/runs", cell, k)
         for cell in CELLS

@@ -13,9 +13,11 @@ rule measure_round:
         binaries=round_binaries,
         topology="results/{system}/topology.json",
     output:
-        "results/{system}/rounds/r{round}.json",
+        # named by the round's study too: another config's manifests in
+        # the same results folder are never this job's outputs
+        "results/{system}/rounds/r{round}-{study}.json",
     log:
-        "logs/measure_round/{system}/r{round}.log",
+        "logs/measure_round/{system}/r{round}-{study}.log",
     conda:
         "../../envs/python.yaml"
     resources:

@@ -26,7 +26,7 @@ from membench import identity, matrix, measure_lock, superseded, variants
 from membench.matrix import Cell
 from membench.measure import Request, measure_cell
 from membench.records import read_jsonl, write_text_atomic
-from membench.store_errors import store_error
+from membench.store_errors import store_error  # noqa: F401 (tests)
 from membench.stored_index import StoredIndex
 
 
@@ -143,6 +143,12 @@ class RoundInputs:
         study = self._members(round_index)[0]
         return json.dumps(study, sort_keys=True)
 
+    def study_digest(self, round_index: int) -> str:
+        """Names round k's manifest (r<k>-<digest>.json): two configs that
+        share a results folder have manifests of their own, so that running
+        one never makes Snakemake delete the other's."""
+        return hashlib.sha256(self.study(round_index).encode()).hexdigest()[:12]
+
     def study_file(self, round_index: int, directory: str) -> str:
         """The round's study written to a file named by its content (once):
         the job reads it from there, as a shell argument it would be capped
@@ -211,6 +217,11 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
             "machine_digest": machine,
         }
         state = _stored_state(Path(path), identity_keys)
+        if state[0] == "superseded":
+            aside = _store(lambda: superseded.move_aside(path, runs_dir, state[1]), "move aside", path)
+            moved[path] = str(aside)
+            log.write(f"superseded ({state[1]}): {path} -> {aside}\n")
+            state = ("missing", None)
         if state[0] == "missing":
             for source in index.candidates(identity_keys["request_digest"]):
                 if _stored_state(source, identity_keys)[0] in ("current", "unverified"):
@@ -223,10 +234,6 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
             if state[0] == "unverified":
                 unverified.append(path)
             continue
-        if state[0] == "superseded":
-            aside = _store(lambda: superseded.move_aside(path, runs_dir, state[1]), "move aside", path)
-            moved[path] = str(aside)
-            log.write(f"superseded ({state[1]}): {path} -> {aside}\n")
         log.write(f"== {cell.id} r{plan.round_index}\n")
         log.flush()
         one = time.monotonic()

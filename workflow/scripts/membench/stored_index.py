@@ -3,7 +3,7 @@
 When a cell's own file (runs/<experiment>/<kernel-variant>/<axes>/r<k>.jsonl)
 is missing, a round looks for a file of the same round holding the same
 request (by digest; the request has no experiment name in it) that is the
-own file of no cell of the round: a renamed experiment's old files, or a
+own file of no cell of the round (nor a hard link to one): a renamed experiment's old files, or a
 superseded file whose request came back (an edit undone). A file still
 under runs/ is hard-linked to the new name (the old name keeps it, bytes
 and time unchanged); a superseded one is moved back. The index is built
@@ -34,19 +34,22 @@ class StoredIndex:
         self._by_digest: dict[str, list[Path]] | None = None
 
     def _build(self) -> dict[str, list[Path]]:
+        """Files that are no cell's own file, nor the same file (a hard
+        link) as one: one stored repetition serves one cell of a round."""
         found: dict[str, list[Path]] = {}
+        self._taken = {_inode(p) for p in self._own} - {None}
         for base in (self._runs_dir, superseded_dir(self._runs_dir)):
             for dirpath, _, files in os.walk(base):
                 if self._name in files:
                     path = Path(dirpath) / self._name
-                    if os.path.normpath(path) not in self._own:
+                    if os.path.normpath(path) not in self._own and _inode(path) not in self._taken:
                         found.setdefault(_first_digest(path), []).append(path)
         return found
 
     def candidates(self, request_digest: str) -> list[Path]:
         if self._by_digest is None:
             self._by_digest = self._build()
-        return self._by_digest.get(request_digest, [])
+        return [p for p in self._by_digest.get(request_digest, []) if _inode(p) not in self._taken]
 
     def adopt(self, source: Path, path: str) -> None:
         """Give `path` the stored repetition `source` (see the module)."""
@@ -55,7 +58,15 @@ class StoredIndex:
             move_no_replace(source, Path(path))
         else:
             os.link(source, path)
-        self._by_digest[_first_digest(Path(path))].remove(source)
+        self._taken.add(_inode(Path(path)))
+
+
+def _inode(path) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
 
 
 def recorded_name(path: str) -> tuple[str, str] | None:
