@@ -21,6 +21,7 @@ from membench import (
     variants,
 )  # noqa: E402
 
+
 # Rule inputs and commands name the checkout's files relative to the
 # working directory, never by absolute path: a moved or copied checkout
 # (results and all) then gives Snakemake the same inputs and commands, and
