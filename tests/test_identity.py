@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from membench import collect, config_checks, identity, measure, rounds, stopping, superseded, variants
+from membench import collect, config_checks, identity, measure, rounds, stopping, store_errors, superseded, variants
 
 VARIANTS = variants.load_variants(REPO / "kernels" / "variants.yaml")
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -206,7 +206,7 @@ def test_a_write_error_names_the_path_and_keeps_what_was_stored(box, monkeypatch
     assert len(err) == 1 and "Traceback" not in err[0]
     assert str(writes[1]) in err[0] and "filesystem is full" in err[0] and "df -h" in err[0]
     assert len(stored(box.runs)) == 1 and not (tmp_path / "m.json").exists()
-    error = rounds.store_error("store", "results/box/runs/x/r0.jsonl", PermissionError(errno.EACCES, "Permission denied", "results/box/runs/x"))
+    error = store_errors.store_error("store", "results/box/runs/x/r0.jsonl", PermissionError(errno.EACCES, "Permission denied", "results/box/runs/x"))
     assert "results/box/runs/x/r0.jsonl" in str(error) and "permissions (ls -ld results/box/runs)" in str(error)
     assert len(cells) == 3
 

@@ -31,7 +31,7 @@ def measuring(results_system_dir: str | Path, say: Callable[[str], None], keep_w
     while waiting and may raise to give up (Snakemake ended)."""
     path = Path(results_system_dir) / LOCK_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)  # as the umask allows, like every result file
     try:
         told = False
         while True:

@@ -26,7 +26,7 @@ from membench import identity, matrix, measure_lock, superseded, variants
 from membench.matrix import Cell
 from membench.measure import Request, measure_cell
 from membench.records import read_jsonl, write_text_atomic
-from membench.store_errors import store_error  # noqa: F401 (tests)
+from membench.store_errors import store_error
 from membench.stored_index import StoredIndex
 
 
@@ -237,14 +237,11 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
         log.write(f"== {cell.id} r{plan.round_index}\n")
         log.flush()
         one = time.monotonic()
-        _store(
-            lambda: measure_cell(
-                binary, topology, path, log,
-                request=Request(**request), experiment=cell.experiment, cell_id=cell.id,
-                extra=identity_keys, run_process=run_harness_process,
-            ),
-            "store", path,
-        )  # fmt: skip
+        measure_cell(
+            binary, topology, path, log,
+            request=Request(**request), experiment=cell.experiment, cell_id=cell.id,
+            extra=identity_keys, run_process=run_harness_process,
+        )  # fmt: skip (a write error there is a StoreError too)
         measured.append(path)
         progress(
             f"{plan.system} round {plan.round_index}: {position}/{len(plan.cells)} "
