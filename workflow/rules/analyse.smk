@@ -36,9 +36,11 @@ rule analyse_measurements:
 rule plot_figure:
     input:
         cells="results/summary/cells.csv",
+        problems="results/summary/problems.csv",
         modes="results/summary/modes.csv",
         measurements=expand("results/{system}/measurements.csv", system=SYSTEMS),
         topology=expand("results/{system}/topology.json", system=SYSTEMS),
+        environment=expand("results/{system}/environment.json", system=SYSTEMS),
         code=PACKAGE_SOURCES,
     output:
         "results/figures/{experiment}-{kind}.svg",
@@ -48,5 +50,7 @@ rule plot_figure:
         "../../envs/python.yaml"
     resources:
         machine=1,
+    params:
+        peaks=figure_peaks,
     script:
         "../scripts/plot_figure.py"
