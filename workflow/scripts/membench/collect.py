@@ -191,3 +191,10 @@ def read_measurements(paths: list[str], columns: list[str] | None = None, withou
 
         frames.append(pd.read_csv(path, usecols=wanted, low_memory=False))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def read_records(paths: list[str]):
+    """Every record of the repetition files `paths`, one at a time, each
+    checked against the record contract (a ContractError naming every
+    broken one once all are read). `make compare` reads stored runs with it."""
+    return (record for _, _, record in _checked(paths))
