@@ -245,7 +245,10 @@ def records_as_stored(paths: list[str]) -> Iterator[dict]:
                 if record.get("schema") != SCHEMA_VERSION:
                     record = record_schema.migrate(record)
                 if record.get("experiment") != where["experiment"] or record.get("cell") != where["cell"]:
-                    record = {**record, "experiment": where["experiment"], "cell": where["cell"]}
+                    # a renamed experiment's repetition (membench.stored_index):
+                    # reported under its new name, the old one kept beside it
+                    record = {**record, "experiment": where["experiment"], "cell": where["cell"],
+                              "experiment_measured_as": record.get("experiment")}  # fmt: skip
                 yield record
 
 
