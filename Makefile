@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CORES  ?= all
 CONFIG ?= config/config.yaml
 
-.PHONY: run status test bench lint system-deps test-deps bench-deps clean
+.PHONY: run status test bench lint compare system-deps test-deps bench-deps clean
 
 # System packages come from Debian's apt; only what is missing is installed.
 system-deps:
@@ -61,12 +61,29 @@ test: system-deps test-deps $(STAMP)
 # likwid-bench kernels of the same read:write streams, the oversize skip, figures-only at 64 CPUs and at
 # the Colfax study's 27,000 repetitions, the idle latency against multichase
 # (skips without ../shared/ref/multichase), the pipeline's own cost against
-# a bare Snakefile.
+# a bare Snakefile, make compare on two 27,000-repetition studies, what
+# checking every stored record costs collect.
 bench: system-deps bench-deps $(STAMP)
 	@failed=; \
-	for bench in compare_likwid.py "compare_likwid_mixes.py --strict" oversize_skip.py figures_only.py "compare_multichase.py --strict" pipeline_overhead.py; do \
+	for bench in compare_likwid.py "compare_likwid_mixes.py --strict" oversize_skip.py figures_only.py record_validation.py "compare_multichase.py --strict" pipeline_overhead.py compare_speed.py; do \
 	  echo "== bench/$$bench"; $(BIN)/python bench/$$bench || failed="$$failed $${bench%% *}"; done; \
 	[ -z "$$failed" ] || { echo "off target or failed:$$failed"; exit 1; }
+
+# Two result sets, matched cell by cell (README, "Comparing two result
+# sets"): make compare BASE=runA NEW=runB [OUT=compare] [THRESHOLD=2]
+# [IGNORE=pages]; a side may be DIR:SYSTEM. Exit code 1 when a cell is worse.
+OUT       ?= compare
+THRESHOLD ?= 2
+IGNORE    ?=
+# The values reach the shell as environment variables, always quoted.
+compare: export BASE := $(BASE)
+compare: export NEW := $(NEW)
+compare: export OUT := $(OUT)
+compare: export THRESHOLD := $(THRESHOLD)
+compare: export IGNORE := $(IGNORE)
+compare: $(STAMP)
+	@[ -n "$$BASE" ] && [ -n "$$NEW" ] || { echo "usage: make compare BASE=<dir>[:system] NEW=<dir>[:system] [OUT=compare] [THRESHOLD=2] [IGNORE=knob,...]"; exit 2; }
+	$(BIN)/python workflow/scripts/compare_results.py "$$BASE" "$$NEW" --out "$$OUT" --threshold "$$THRESHOLD" --ignore "$$IGNORE"
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint

@@ -29,19 +29,18 @@
  * --points-per-octave log-spaced points per doubling (rounded down to whole
  * lines).  Per working set: a calibration run (also the warm-up) sizes a
  * chunk of dependent loads to take >= --chunk-ms (default 10 ms, far above the
- * timer granularity); chunks are timed back to back, --ntimes of them and
- * more until the kept ones (the first is dropped) have walked the whole cycle
- * once, so every group and page of the working set has been timed (about 2 s
- * at 1 GiB); if a kept chunk came out shorter than 0.75 x --chunk-ms, the
- * chunks are lengthened and all of them timed once more; while fewer than 5
- * kept chunks lie within 3 % of the best, the cycle is walked again (at most
- * 4 walks, none started after 10 s): a lone best chunk means the others were
- * disturbed.
- * ns_per_load = best kept chunk / loads, ns_median the median.  The best of
- * many short chunks is the steadiest estimate on a shared machine: other
- * processes only ever add time, and over a ~2 s window some 10 ms chunks run
- * undisturbed, where the median of chunks (or the best of a few long ones)
- * moves with the neighbours' load (numbers in issue 12's note).
+ * timer granularity); then the cycle is walked (chase_walk.c), each walk
+ * from the same pointer and cut into the same stretches of >= one chunk
+ * (at most 128 per walk; a cycle shorter than a chunk: whole cycles filling
+ * one chunk), at least 3 walks and at least --ntimes - 1 chunks, more walks
+ * (at most 8, none started after 10 s) while under 90 % of the stretches
+ * have a second walk within 2 % of their fastest.  About 7 s at 1 GiB.
+ * ns_per_load is the stretch-min-mean: each stretch's fastest walk, summed
+ * over the stretches, per load of a walk.  Neighbours only add time, so the
+ * minimum over walks of the same stretch removes their noise, while every
+ * region of the working set keeps its weight: the best single chunk (still
+ * recorded, ns_best_chunk) picked the fastest region too and read 5-10 % low
+ * (issue 20).  ns_median and ns_max: the median and slowest chunk per load.
  * The final pointer is stored to a volatile global, so the chase is live.
  *
  * The chasing thread is pinned (the harness pins it to the first allowed CPU
@@ -56,6 +55,7 @@
 
 #include "kernels.h"
 #include "chase_cycle.h"
+#include "chase_walk.h"
 #include "placement.h"
 #include "timing.h"
 
@@ -172,83 +172,6 @@ size_t mb_chase_calibrate(void **start, double chunk_ns)
     }
 }
 
-/* Chunks to time: ntimes, or one more than it takes to walk the cycle once. */
-static int chunks_for(size_t loads, int ntimes, size_t cycle)
-{
-    size_t walk = 1 + (cycle + loads - 1) / loads;
-    size_t n = walk > (size_t)ntimes ? walk : (size_t)ntimes;
-    size_t cap = (size_t)MB_CHASE_CHUNK_CAP(ntimes);
-    return (int)(n < cap ? n : cap);
-}
-
-void mb_chase_latency_keys(mb_point_t *pt, const double *kept, int n, double *scratch,
-                           size_t loads, size_t cycle)
-{
-    static const char *const keys[] = {"ns_per_load", "ns_median", "ns_max", "loads",
-                                       "cycle_walks", "chunks_near_best"};
-    if (!kept) {
-        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-            mb_point_null(pt, keys[i]);
-        return;
-    }
-    double best, med, worst;
-    mb_chunk_stats(kept, n, scratch, &best, &med, &worst);
-    mb_point_dbl(pt, "ns_per_load", best / (double)loads * 1e9);
-    mb_point_dbl(pt, "ns_median", med / (double)loads * 1e9);
-    mb_point_dbl(pt, "ns_max", worst / (double)loads * 1e9);
-    mb_point_int(pt, "loads", (long long)loads);
-    mb_point_dbl(pt, "cycle_walks", (double)loads * n / (double)cycle);
-    mb_point_int(pt, "chunks_near_best", mb_chase_near_best(kept, n));
-}
-
-int mb_chase_near_best(const double *secs, int n)
-{
-    double tmin = 1e300;
-    int near = 0;
-    for (int k = 0; k < n; k++)
-        tmin = secs[k] < tmin ? secs[k] : tmin;
-    for (int k = 0; k < n; k++)
-        near += secs[k] <= 1.03 * tmin;
-    return near;
-}
-
-size_t mb_chase_measure(void **start, double chunk_ns, int ntimes, size_t cycle,
-                        double *secs, int *nchunks)
-{
-    size_t loads = mb_chase_calibrate(start, chunk_ns);
-    int n;
-    for (int attempt = 0;; attempt++) {
-        n = chunks_for(loads, ntimes, cycle);
-        mb_chase_time(start, loads, n, secs);
-        double tmin = 1e300;
-        for (int k = 1; k < n; k++)
-            tmin = secs[k] < tmin ? secs[k] : tmin;
-        if (tmin * 1e9 >= 0.75 * chunk_ns || attempt == 1)
-            break;
-        /* a chunk came out short (the probe was slowed down): longer chunks */
-        loads = (size_t)ceil((double)loads * chunk_ns / (tmin * 1e9) * 1.1);
-    }
-    /* A best chunk that few others come near was a lucky stretch of the
-     * cycle or, on a shared machine, the only chunk a neighbour left alone:
-     * walk the cycle again (up to MB_CHASE_MAX_WALKS walks, while the chunks
-     * so far took under MB_CHASE_EXTEND_S) until MB_CHASE_CONFIRM kept
-     * chunks lie within 3 % of the best. */
-    int batch = n - 1, cap = MB_CHASE_CHUNK_CAP(ntimes);
-    double spent = 0;
-    for (int k = 0; k < n; k++)
-        spent += secs[k];
-    for (int walk = 1; walk < MB_CHASE_MAX_WALKS && n + batch <= cap &&
-                       spent < MB_CHASE_EXTEND_S &&
-                       mb_chase_near_best(secs + 1, n - 1) < MB_CHASE_CONFIRM; walk++) {
-        mb_chase_time(start, loads, batch, secs + n);
-        for (int k = n; k < n + batch; k++)
-            spent += secs[k];
-        n += batch;
-    }
-    *nchunks = n;
-    return loads;
-}
-
 int mb_chase_run(mb_run_ctx_t *ctx)
 {
     const long long *opt = ctx->opt;
@@ -337,24 +260,30 @@ int mb_chase_run(mb_run_ctx_t *ctx)
             pt.valid = ok;
             double build_s = (double)(mb_clock_ns(CLOCK_MONOTONIC) - tb) * 1e-9;
             long long tt = mb_clock_ns(CLOCK_MONOTONIC);
-            size_t loads = 0;
-            int nchunks = 0;
+            mb_chase_walks_t wk;
             if (ok) {
                 void *p = base + (random ? (size_t)order[0] * line : 0);
-                loads = mb_chase_measure(&p, chunk_ns, ctx->ntimes, n, secs, &nchunks);
-                pt.secs = secs + 1;
-                pt.nsecs = nchunks - 1;
-                double best, med, worst;
-                mb_chunk_stats(secs + 1, pt.nsecs, sorted, &best, &med, &worst);
-                mb_chase_latency_keys(&pt, pt.secs, pt.nsecs, sorted, loads, n);
-                fprintf(stderr, "chase %-6s %12zu bytes: %8.2f ns/load (median %.2f), "
-                                "%d chunks of %zu loads; build+verify %.3f s, timing %.3f s\n",
-                        k->op, ws[w], best / (double)loads * 1e9,
-                        med / (double)loads * 1e9, pt.nsecs, loads, build_s,
+                mb_chase_walk(&p, chunk_ns, ctx->ntimes, MB_CHASE_MAX_WALKS, n, secs, &wk);
+                if (!wk.closed) {
+                    pt.valid = ok = 0;
+                    snprintf(pt.reason, sizeof pt.reason, "validation failed: a timed walk "
+                             "of %zu loads did not end where it started", wk.walk_loads);
+                }
+                pt.secs = secs;
+                pt.nsecs = wk.walks * wk.stretches;
+            }
+            if (ok) {
+                mb_chase_latency_keys(&pt, &wk, sorted, n);
+                fprintf(stderr, "chase %-6s %12zu bytes: %8.2f ns/load (%s), %d walks x %d "
+                                "stretches; build+verify %.3f s, timing %.3f s\n",
+                        k->op, ws[w], mb_chase_stretch_min_mean(secs, wk.walks, wk.stretches,
+                                                                wk.walk_loads),
+                        MB_CHASE_STATISTIC, wk.walks, wk.stretches, build_s,
                         (double)(mb_clock_ns(CLOCK_MONOTONIC) - tt) * 1e-9);
-            } else {
+            }
+            if (!ok) {
                 pt.status = MB_FAILED;
-                mb_chase_latency_keys(&pt, NULL, 0, NULL, 0, n);
+                mb_chase_latency_keys(&pt, NULL, NULL, n);
                 fprintf(stderr, "chase %-6s %12zu bytes: %s\n", k->op, ws[w], pt.reason);
             }
             mb_point_int(&pt, "working_set_bytes", (long long)ws[w]);

@@ -21,6 +21,7 @@
 
 #include "kernels.h"
 #include "chase_cycle.h"
+#include "chase_walk.h"
 
 #define CHASE_PAGE 4096
 

@@ -200,7 +200,7 @@ typedef struct mb_kv {
     const char *s;
 } mb_kv_t;
 
-#define MB_MAX_EXTRAS 24
+#define MB_MAX_EXTRAS 32
 struct mb_mapping;  /* placement.h */
 struct mb_policy;
 
@@ -350,33 +350,11 @@ MB_WEAK size_t mb_chase_calibrate(void **start, double chunk_ns);
 /* ntimes chunks of `loads` dependent loads from *start; secs[k] = seconds
  * of chunk k; the end pointer goes to *start and a volatile sink. */
 MB_WEAK void mb_chase_time(void **start, size_t loads, int ntimes, double *secs);
-/* calibrate + time chunks: at least ntimes, and enough that the kept ones
- * (all but the first) walk the whole cycle of `cycle` loads at least once,
- * at most MB_CHASE_CHUNK_CAP(ntimes); if a kept chunk is shorter than 0.75 x
- * chunk_ns the chunks are lengthened and timed once more; while fewer than
- * MB_CHASE_CONFIRM kept chunks lie within 3 % of the best, the cycle is
- * walked again, up to MB_CHASE_MAX_WALKS walks, none started once the
- * chunks took MB_CHASE_EXTEND_S seconds.  secs (room for
- * MB_CHASE_CHUNK_CAP(ntimes)) receives *nchunks chunk times.  Returns loads
- * per chunk. */
-#define MB_CHASE_MAX_CHUNKS 1000
-#define MB_CHASE_MAX_WALKS 4
-#define MB_CHASE_CONFIRM 5
-#define MB_CHASE_EXTEND_S 10.0
-#define MB_CHASE_CHUNK_CAP(ntimes) ((ntimes) > MB_CHASE_MAX_CHUNKS ? (ntimes) : MB_CHASE_MAX_CHUNKS)
-MB_WEAK size_t mb_chase_measure(void **start, double chunk_ns, int ntimes, size_t cycle,
-                                double *secs, int *nchunks);
 /* The group keys of a random-chase record: group_bytes (bytes per group;
  * the working set when group is 0 = full or larger) and group_full. */
 MB_WEAK void mb_chase_group_keys(mb_point_t *pt, size_t group, size_t working_set);
-/* The latency keys of a chase record: ns_per_load (best chunk), ns_median,
- * ns_max, loads, cycle_walks (kept chunks x loads / cycle lines) and
- * chunks_near_best from the n kept chunk times of `loads` loads each; every
- * one null when kept is NULL (nothing valid was timed). */
-MB_WEAK void mb_chase_latency_keys(mb_point_t *pt, const double *kept, int n, double *scratch,
-                                   size_t loads, size_t cycle);
-/* How many of the n chunk times lie within 3 % of their minimum. */
-MB_WEAK int mb_chase_near_best(const double *secs, int n);
+/* Walks of the cycle in fixed stretches, ns_per_load (stretch-min-mean) and
+ * the latency keys: chase_walk.h. */
 
 /* ---- family "loaded" (loaded.c): chase under bandwidth load ---- */
 MB_WEAK void mb_loaded_triad(mb_arrays_t *A);

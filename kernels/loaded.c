@@ -13,12 +13,15 @@
  *
  * Sequence: the load threads start; when all of them run, the chaser
  * calibrates its chunk (>= --chunk-ms under load, also the warm-up) and
- * times --ntimes chunks or more, until the kept ones (the first is dropped)
- * have walked the whole cycle once (as chase.c); the load threads count the
+ * walks the cycle in fixed stretches as chase.c (chase_walk.c), 3 walks
+ * (or ntimes - 1 chunks) and none added: chunks under load vary with the
+ * load itself, so waiting for them to agree only costs time; the load
+ * threads count the
  * bytes they move between the start and the end of the chaser's
  * calibration and timed chunks, and stop after it (at the end of the block
- * they are in).  One record per op: ns_per_load (chaser: best
- * kept chunk), ns_median, gbps (sum over the load threads of their bytes /
+ * they are in).  One record per op: ns_per_load (chaser: the
+ * stretch-min-mean of chase_walk.h, as the idle chase), ns_median, gbps
+ * (sum over the load threads of their bytes /
  * their seconds in that window, STREAM counting: triad 24, read 8 bytes per
  * element), gbps_wa (triad + one write-allocate read), delay, load_threads.
  *
@@ -38,6 +41,7 @@
 
 #include "kernels.h"
 #include "chase_cycle.h"
+#include "chase_walk.h"
 #include "placement.h"
 #include "timing.h"
 
@@ -168,9 +172,8 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
                 allmaps[nmaps++] = L[l].maps[a];
         }
 
-    size_t loads = 0;
-    int nchunks = 0;
-    double t_min = 0, t_med = 0, t_max = 0;
+    mb_chase_walks_t wk;
+    memset(&wk, 0, sizeof wk);
     if (ok && st == MB_OK) {
         int phase = PH_START; /* written by the chaser, read by the loaders */
         int ready = 0;
@@ -188,8 +191,8 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
                 void *p = base + (size_t)order[0] * line;
                 chase_t0 = mb_clock_seconds(CLOCK_MONOTONIC);
                 __atomic_store_n(&phase, PH_TIMED, __ATOMIC_RELEASE);
-                loads = mb_chase_measure(&p, (double)opt[OPT_CHUNK_MS] * 1e6, ctx->ntimes, nl,
-                                         secs, &nchunks);
+                mb_chase_walk(&p, (double)opt[OPT_CHUNK_MS] * 1e6, ctx->ntimes,
+                              MB_CHASE_MIN_WALKS, nl, secs, &wk);
                 __atomic_store_n(&phase, PH_STOP, __ATOMIC_RELEASE);
                 chase_t1 = mb_clock_seconds(CLOCK_MONOTONIC);
             } else if (t <= nload) {
@@ -311,10 +314,13 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
             else
                 snprintf(pt.reason + len, sizeof pt.reason - len, "; %s", lwhy);
         }
-        ok = ok && lok;
-
-        int nkeep = nchunks - 1;
-        mb_chunk_stats(secs + 1, nkeep, sorted, &t_min, &t_med, &t_max);
+        if (!wk.closed) {
+            size_t len = strlen(pt.reason);
+            snprintf(pt.reason + len, sizeof pt.reason - len, "%sa timed walk of %zu loads "
+                     "did not end where it started", ok && lok ? "validation failed: " : "; ",
+                     wk.walk_loads);
+        }
+        ok = ok && lok && wk.closed;
         double gbps = 0;
         long long minpasses = -1;
         for (int l = 0; l < nload; l++) {
@@ -327,23 +333,25 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
         pt.bytes_per_iter = mb_kernel_bytes(k, sizeof(double), n, 0);
         pt.bytes_per_iter_wa = mb_kernel_bytes(k, sizeof(double), n, 1);
         pt.gbps_wa = gbps * (double)pt.bytes_per_iter_wa / (double)pt.bytes_per_iter;
-        pt.secs = secs + 1;
-        pt.nsecs = nkeep;
+        pt.secs = secs;
+        pt.nsecs = wk.walks * wk.stretches;
         pt.valid = ok;
         pt.status = ok ? MB_OK : MB_FAILED;
-        mb_chase_latency_keys(&pt, ok ? secs + 1 : NULL, nkeep, sorted, loads, nl);
+        mb_chase_latency_keys(&pt, ok ? &wk : NULL, sorted, nl);
         mb_point_int(&pt, "loader_passes_min", minpasses);
         mb_point_dbl(&pt, "window_seconds", window);
-        fprintf(stderr, "loaded %-5s delay %lld: chase %.2f ns/load (median %.2f) while %d "
-                        "load threads move %.2f GB/s%s%s\n", k->op, delay,
-                t_min / (double)loads * 1e9, t_med / (double)loads * 1e9, nload, gbps,
+        fprintf(stderr, "loaded %-5s delay %lld: chase %.2f ns/load (%s, %d walks x %d "
+                        "stretches) while %d load threads move %.2f GB/s%s%s\n", k->op, delay,
+                wk.walks ? mb_chase_stretch_min_mean(secs, wk.walks, wk.stretches,
+                                                     wk.walk_loads) : NAN,
+                MB_CHASE_STATISTIC, wk.walks, wk.stretches, nload, gbps,
                 ok ? "" : "; ", ok ? "" : pt.reason);
     } else {
         pt.status = st != MB_OK ? st : MB_FAILED;
         pt.valid = st != MB_OK ? -1 : 0;
         if (st != MB_OK)
             snprintf(pt.reason, sizeof pt.reason, "%s", why);
-        mb_chase_latency_keys(&pt, NULL, 0, NULL, 0, nl);
+        mb_chase_latency_keys(&pt, NULL, NULL, nl);
         mb_point_null(&pt, "loader_passes_min");
         mb_point_null(&pt, "window_seconds");
         fprintf(stderr, "loaded %-5s: %s\n", k->op, pt.reason);

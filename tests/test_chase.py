@@ -15,9 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from membench import variants
+from membench import chase_stats, variants
 from membench.records import contract_problems
 
 REPO = Path(__file__).resolve().parents[1]
@@ -204,13 +205,13 @@ def test_records_follow_the_contract(bins):
         assert r["threads"] == 1 and r["gbps"] is None
         assert r["size_bytes"] == r["working_set_bytes"]
         assert r["ns_per_load"] > 0 and r["ns_median"] >= r["ns_per_load"]
-        assert r["loads"] > 0 and len(r["seconds"]) >= 2
-        # the kept chunks walk the whole cycle at least once
-        assert r["cycle_walks"] >= 1 and r["cycle_walks"] == pytest.approx(
-            r["loads"] * len(r["seconds"]) / r["cycle_length"])
+        # small working sets: one stretch of whole cycles per walk, at
+        # least 3 walks; ns_per_load is then the best chunk
+        assert r["stretches"] == 1 and r["walks"] >= 3 and len(r["seconds"]) == r["walks"]
         best = min(r["seconds"])
         assert r["chunks_near_best"] == sum(t <= 1.03 * best for t in r["seconds"]) >= 1
-        assert r["ns_per_load"] == pytest.approx(min(r["seconds"]) / r["loads"] * 1e9, rel=1e-9)
+        assert r["ns_per_load"] == pytest.approx(best / r["loads"] * 1e9, rel=1e-9)
+        check_statistic(r)
         assert min(r["seconds"]) >= 0.002 * 0.5  # chunks of ~--chunk-ms
         assert r["line_bytes"] in (64, 128) and r["seed"] == 20240601
         # affinity none still pins the chaser: the first allowed CPU
@@ -223,6 +224,56 @@ def test_records_follow_the_contract(bins):
         else:
             assert r["stride_bytes"] == 64 and r["group_bytes"] is None and r["group_full"] is None
             assert r["cycle_length"] == r["working_set_bytes"] // 64
+
+
+# ------------------------------------------ the latency statistic (issue 20)
+
+def ok_run(binary, *args):
+    rc, recs, err = run(binary, *args)
+    assert rc == 0, err
+    return recs
+
+
+def check_statistic(r):
+    assert contract_problems(r) == [], contract_problems(r)
+    assert r["latency_statistic"] == "stretch-min-mean"
+    walks, stretches = r["walks"], r["stretches"]
+    assert walks >= 3 and 1 <= stretches <= 128 and len(r["seconds"]) == walks * stretches
+    # a walk is the cycle, or whole cycles filling one chunk
+    assert r["walk_loads"] % r["cycle_length"] == 0
+    assert stretches == 1 or r["walk_loads"] == r["cycle_length"]
+    assert r["loads"] == r["walk_loads"] // stretches
+    assert r["cycle_walks"] == pytest.approx(walks * r["walk_loads"] / r["cycle_length"])
+    alt = chase_stats.alternatives(r)
+    assert r["ns_per_load"] == pytest.approx(alt["stretch-min-mean"], rel=1e-9)
+    assert r["ns_best_chunk"] == pytest.approx(alt["best-chunk"], rel=1e-9)
+    assert r["ns_median"] == pytest.approx(alt["median-chunk"], rel=1e-9)
+    assert r["ns_best_walk"] == pytest.approx(alt["best-walk"], rel=1e-9)
+    assert r["ns_best_chunk"] <= r["ns_per_load"] <= r["ns_best_walk"] * (1 + 1e-12)
+    secs = chase_stats.chunk_matrix(r)
+    confirmed = (np.sort(secs, axis=0)[1] <= 1.02 * secs.min(axis=0)).sum()
+    assert r["stretches_confirmed"] == confirmed
+
+
+def test_chase_records_carry_the_statistic(bins):
+    """Small working sets (one stretch of whole cycles) and a 32 MiB one cut
+    into many stretches."""
+    recs = ok_run(bins["chase"], "--op", "random,stride", "--size", str(32 * MIB), "--sweep-from", str(16 * MIB),
+                  "--ntimes", "3", "--chunk-ms", "1")
+    recs += ok_run(bins["chase"], "--op", "random", "--size", "65536", "--ntimes", "5", "--chunk-ms", "1")
+    for r in recs:
+        check_statistic(r)
+    big = [r for r in recs if r["op"] == "random" and r["working_set_bytes"] == 32 * MIB][0]
+    assert big["stretches"] > 4, big["stretches"]
+    small = recs[-1]
+    assert small["stretches"] == 1 and small["walks"] >= 4  # ntimes - 1 chunks at least
+
+
+def test_loaded_records_carry_the_statistic(bins):
+    (r,) = ok_run(bins["loaded"], "--threads", "2", "--op", "read", "--size", str(16 * MIB), "--ntimes", "3",
+                  "--chunk-ms", "1")
+    check_statistic(r)
+    assert r["kernel"] == "loaded" and r["gbps"] > 0
 
 
 def test_options_are_recorded(bins):

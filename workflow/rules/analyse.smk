@@ -11,6 +11,9 @@ rule collect_runs:
         "../../envs/python.yaml"
     resources:
         machine=1,
+    params:
+        experiments=CONFIG["experiments"],
+        variants=str(VARIANTS_FILE),
     script:
         "../scripts/collect_runs.py"
 

@@ -6,8 +6,8 @@ rule render_report:
         figures=report_figures(),
         topology=expand("results/{system}/topology.json", system=SYSTEMS),
         environment=expand("results/{system}/environment.json", system=SYSTEMS),
-        template=REPO / "reports" / "report.html.j2",
-        stylesheet=REPO / "reports" / "report.css",
+        template=from_workdir(REPO / "reports" / "report.html.j2"),
+        stylesheet=from_workdir(REPO / "reports" / "report.css"),
         code=PACKAGE_SOURCES,
     output:
         "results/report.html",

@@ -22,6 +22,7 @@ from pathlib import Path
 from membench import SCHEMA_VERSION, __version__, memory, variants
 from membench.matrix import DEFAULT_CHASE_GROUP
 from membench.records import write_jsonl_atomic
+from membench.store_errors import store_error
 from membench.stopping import Stopped, run_child
 from membench.topology import parse_cpulist
 
@@ -328,5 +329,8 @@ def measure_cell(
             node_name=socket.gethostname(),
             **(extra or {}),
         )
-    write_jsonl_atomic(Path(output), records)
+    try:
+        write_jsonl_atomic(Path(output), records)
+    except OSError as error:  # one line naming the path and what to do
+        raise store_error("store", output, error) from None
     return records

@@ -28,6 +28,7 @@ from membench.hierarchy import hierarchy, measured_clocks
 from membench.peak import best_shares, cell_shares, concurrency_needed, system_peaks
 from membench.peak_tables import percent
 from membench.stats import add_series
+from membench.superseded import counts as superseded_counts
 from membench.tables import idle_latency_table, tables_for
 
 
@@ -181,7 +182,10 @@ def build_context(
     systems: dict[str, dict],
     provenance: dict,
     modes: pd.DataFrame | None = None,
+    superseded: dict | None = None,
 ) -> dict:
+    """superseded: system -> {cell id: repetitions moved aside}
+    (membench.superseded.counts)."""
     line_bytes = {name: system["topology"]["line_bytes"] for name, system in systems.items()}
     peaks = system_peaks(systems, config.get("systems"))
     shares = cell_shares(cells, peaks)
@@ -200,7 +204,10 @@ def build_context(
                 "axes": {k: v for k, v in spec.items() if k not in ("kernel", "exclude") and _relevant(k, spec["kernel"])},
                 "figures": {kind: Markup(svg) for kind, svg in figures.get(name, {}).items()},
                 "tables": tables,
-                "cells": _records(part),
+                "cells": [
+                    {**row, "superseded": (superseded or {}).get(row["system"], {}).get(row["cell"], 0)}
+                    for row in _records(part)
+                ],
                 # beside the placement figure, whose runs and ticks it explains
                 "modes": _modes_rows(modes, name, part) if "placement" in figures.get(name, {}) else [],
                 "matrices": _matrices(cells, problems, systems, name) if node_pairs.uses_pairs(spec) else [],
@@ -268,6 +275,7 @@ def render_report(
         modes=pd.read_csv(modes_csv) if modes_csv else None,
         figures=svgs,
         systems=systems,
+        superseded={name: superseded_counts(Path(files["topology"]).parent) for name, files in system_files.items()},
         provenance={
             **provenance,
             "snakemake_version": importlib.metadata.version("snakemake"),

@@ -209,7 +209,8 @@ def idle_latency_table(latencies: pd.DataFrame) -> dict:
         "title": "Idle latency per system, placement and page size",
         "note": (
             "The random chase at the largest working set measured, with the reference tools' 256 KiB groups when "
-            "measured (ns per dependent load: the median over repetitions, each the best of its timed chunks; "
+            "measured (ns per dependent load: the median over repetitions, each its stretch-min-mean: every stretch "
+            "of the cycle at its fastest walk; "
             "min–max and their distance from the median show the spread)."
         ),
         "columns": ["system", "placement", "pages", "group", "ns per load", "runs", "min–max ns", "spread", "working set", "cell"],
