@@ -17,6 +17,7 @@ static const char *const readonly_arrays[] = {"a"};
 static const char *const xor_arrays[] = {"x"};
 static const char *const daxpy_arrays[] = {"x", "y"};
 static const char *const chase_arrays[] = {"chain"};
+static const char *const c2c_arrays[] = {"pool"};
 
 const mb_family_t mb_family_table[] = {
     {.name = "stream", .narrays = 3, .array_names = stream_arrays,
@@ -45,6 +46,10 @@ const mb_family_t mb_family_table[] = {
      .run = mb_loaded_run, .min_threads = 2, .pin = 1, .options = mb_loaded_options,
      .description = "loaded latency: the random chase on thread 0 while threads 1..N-1 "
                     "run a bandwidth kernel (triad or read) with an injection delay"},
+    {.name = "c2c", .narrays = 1, .array_names = c2c_arrays, .elem_size = 64,
+     .run = mb_c2c_run, .min_threads = 2, .pin = 1, .options = mb_c2c_options,
+     .description = "cache-to-cache latency: two pinned threads hand a line back and forth, "
+                    "every pair of the team (ns per hand-off, half the round trip)"},
 };
 const size_t mb_family_count = sizeof mb_family_table / sizeof mb_family_table[0];
 
@@ -99,6 +104,13 @@ const mb_kernel_t mb_kernel_table[] = {
      .description = "chase while the load threads run a[j] = b[j] + s*c[j]"},
     {.family = "loaded", .op = "read", .fn = mb_loaded_read, .reads = 1,
      .description = "chase while the load threads run sum += a[j]"},
+    {.family = "c2c", .op = "cas", .fn = mb_c2c_op,
+     .description = "compare-and-swap ping-pong on one line (each hand-off an atomic RFO)"},
+    {.family = "c2c", .op = "two_line", .fn = mb_c2c_op,
+     .description = "store to one line, spin loading the other: each hand-off moves a "
+                    "modified line"},
+    {.family = "c2c", .op = "clean", .fn = mb_c2c_op,
+     .description = "dependent loads of lines the other CPU just read (clean, read-shared)"},
 };
 const size_t mb_kernel_count = sizeof mb_kernel_table / sizeof mb_kernel_table[0];
 
