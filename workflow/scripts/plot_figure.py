@@ -12,4 +12,5 @@ plot_figure(
     topology=list(snakemake.input.topology),
     output=snakemake.output[0],
     modes_csv=snakemake.input.modes,
+    c2c_pairs_csv=snakemake.input.c2c_pairs,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 # Figure kinds per kernel family: the ladder replaces the thread scaling for
 # the single-thread read-only versions; latency kernels have their own.
-KINDS = {"readonly": ("ladder",), "chase": ("latency",), "loaded": ("loaded",)}
+KINDS = {"readonly": ("ladder",), "chase": ("latency",), "loaded": ("loaded",), "c2c": ("handoff",)}
 DEFAULT_KINDS = ("scaling", "histogram", "placement")
 
 
@@ -13,6 +13,6 @@ def kinds_for(experiment: dict) -> tuple[str, ...]:
     """The figures of one (validated) experiment; a size sweep adds the
     bandwidth-vs-size (spill) curve."""
     kinds = KINDS.get(experiment["kernel"], DEFAULT_KINDS)
-    if experiment["kernel"] not in ("chase", "loaded") and len(experiment.get("size", [])) > 1:
+    if experiment["kernel"] not in ("chase", "loaded", "c2c") and len(experiment.get("size", [])) > 1:
         kinds = (*kinds, "size")
     return kinds

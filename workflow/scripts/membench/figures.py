@@ -387,11 +387,15 @@ FIGURE_COLUMNS = [
 
 def plot_figure(
     kind: str, experiment: str, cells_csv: str, measurements: list[str], topology: list[str], output: str,
-    modes_csv: str | None = None,
+    modes_csv: str | None = None, c2c_pairs_csv: str | None = None,
 ) -> None:
     plt.rcParams.update(THEME)
     name = f"{experiment}-{kind}"
-    if kind in ("scaling", "latency", "loaded", "size"):
+    if kind == "handoff":  # c2c
+        from membench.c2c_figures import c2c_svg
+
+        svg = c2c_svg(pd.read_csv(c2c_pairs_csv) if c2c_pairs_csv else pd.DataFrame(), experiment, name)
+    elif kind in ("scaling", "latency", "loaded", "size"):
         cells = pd.read_csv(cells_csv)
         cells = cells[cells["experiment"] == experiment]
         if kind == "latency":

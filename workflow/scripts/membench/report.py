@@ -20,6 +20,7 @@ from markupsafe import Markup
 
 from membench.records import write_text_atomic
 from membench.concurrency import effective_concurrency, idle_latencies
+from membench.c2c_summary import report_table
 from membench.stats import add_series
 from membench.tables import idle_latency_table, tables_for
 
@@ -77,7 +78,7 @@ def make_environment(template_dir: Path) -> jinja2.Environment:
 def cache_warnings(cells: pd.DataFrame, systems: dict) -> list[str]:
     """STREAM's rule: arrays under 4 x LLC measure caches, not memory."""
     warnings = []
-    bandwidth = cells[~cells["kernel"].isin(["chase", "loaded"])]  # latency sweeps go small on purpose
+    bandwidth = cells[~cells["kernel"].isin(["chase", "loaded", "c2c"])]  # latency kernels go small on purpose
     for row in bandwidth.drop_duplicates(["system", "cell"]).itertuples():
         llc = systems.get(row.system, {}).get("topology", {}).get("llc_bytes")
         if llc and row.size_bytes < 4 * llc:
@@ -95,6 +96,10 @@ ONLY_FOR = {
     "sweep_from": ("chase",),
     "points_per_octave": ("chase",),
     "prefetch_distance": ("readonly", "stream"),
+    "chase_group": ("chase", "loaded"),
+    # c2c: its pairs set the threads and CPUs
+    "threads": ("stream", "readonly", "xor", "daxpy", "chase", "loaded"),
+    "affinity": ("stream", "readonly", "xor", "daxpy", "chase", "loaded"),
 }
 
 
@@ -136,6 +141,14 @@ def _modes_rows(modes: pd.DataFrame | None, experiment: str, cells: pd.DataFrame
     return _records(mine.assign(_order=mine["series"].map(order)).sort_values(["_order", "threads"], kind="stable"))
 
 
+def c2c_tables(classes: pd.DataFrame | None, experiment: str) -> list[dict]:
+    """The class table of a c2c experiment (results/summary/c2c_classes.csv)."""
+    if classes is None or classes.empty:
+        return []
+    table = report_table(classes[classes["experiment"] == experiment])
+    return [table] if table else []
+
+
 def build_context(
     *,
     config: dict,
@@ -145,6 +158,7 @@ def build_context(
     systems: dict[str, dict],
     provenance: dict,
     modes: pd.DataFrame | None = None,
+    c2c_classes: pd.DataFrame | None = None,
 ) -> dict:
     line_bytes = {name: system["topology"]["line_bytes"] for name, system in systems.items()}
     ec = effective_concurrency(cells, line_bytes)
@@ -158,7 +172,7 @@ def build_context(
                 "kernel": spec["kernel"],
                 "axes": {k: v for k, v in spec.items() if k not in ("kernel", "exclude") and _relevant(k, spec["kernel"])},
                 "figures": {kind: Markup(svg) for kind, svg in figures.get(name, {}).items()},
-                "tables": tables_for(spec["kernel"], part, part_ec),
+                "tables": tables_for(spec["kernel"], part, part_ec) + c2c_tables(c2c_classes, name),
                 "cells": _records(part),
                 # beside the placement figure, whose runs and ticks it explains
                 "modes": _modes_rows(modes, name, part) if "placement" in figures.get(name, {}) else [],
@@ -191,6 +205,7 @@ def render_report(
     problems_csv: str,
     figures: list[str],
     modes_csv: str | None = None,
+    c2c_classes_csv: str | None = None,
     system_files: dict[str, dict[str, str]],
     provenance: dict,
     output: str,
@@ -210,6 +225,7 @@ def render_report(
         cells=pd.read_csv(cells_csv),
         problems=pd.read_csv(problems_csv),
         modes=pd.read_csv(modes_csv) if modes_csv else None,
+        c2c_classes=pd.read_csv(c2c_classes_csv) if c2c_classes_csv else None,
         figures=svgs,
         systems=systems,
         provenance={

@@ -254,11 +254,11 @@ def tables_for(kernel: str, cells: pd.DataFrame, ec: pd.DataFrame) -> list[dict]
     if cells.empty:
         return []
     tables = [make(cells) for make in TABLES.get(kernel, ())]
-    if kernel not in ("chase", "loaded", "readonly"):
+    if kernel not in ("chase", "loaded", "readonly", "c2c"):
         change = affinity_change_table(cells)
         if change:
             tables.append(change)
-    if kernel not in ("chase", "loaded") and cells["policy_requested"].nunique() > 1:
+    if kernel not in ("chase", "loaded", "c2c") and cells["policy_requested"].nunique() > 1:
         tables.append(placement_table(cells))
     if not ec.empty and ec["latency_ns"].notna().any():  # else the concurrency section says why
         tables.append(concurrency_table(ec, kernel))
