@@ -52,10 +52,11 @@ test: system-deps test-deps $(STAMP)
 # skips without likwid), the oversize skip, figures-only at 64 CPUs and at
 # the Colfax study's 27,000 repetitions, the idle latency against multichase
 # (skips without ../shared/ref/multichase), the pipeline's own cost against
-# a bare Snakefile.
+# a bare Snakefile, cache-to-cache latency against core-to-core-latency
+# (cargo install; skips without cargo).
 bench: system-deps $(STAMP)
 	@failed=; \
-	for bench in compare_likwid.py oversize_skip.py figures_only.py "compare_multichase.py --strict" pipeline_overhead.py; do \
+	for bench in compare_likwid.py oversize_skip.py figures_only.py "compare_multichase.py --strict" "compare_c2c.py --strict" pipeline_overhead.py; do \
 	  echo "== bench/$$bench"; $(BIN)/python bench/$$bench || failed="$$failed $${bench%% *}"; done; \
 	[ -z "$$failed" ] || { echo "off target or failed:$$failed"; exit 1; }
 
