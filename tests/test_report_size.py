@@ -69,22 +69,18 @@ def test_report_lists_classes_not_cpu_lists(rendered):
     assert not re.search(r"\[\d+(, \d+){4,}\]", text)  # no raw CPU lists (16 and 64 threads) in the report
 
 
-def test_wide_tables_scroll_in_their_own_box_not_the_page(rendered, tmp_path):
-    """Headless Chromium lays the report out at 1280 px: the page itself
-    is no wider than the window (wide tables scroll inside their box)."""
-    import shutil
-    import subprocess
+def test_first_screen_summary_links_and_nothing_overflows(rendered, tmp_path):
+    """Headless Chromium at 1280 x 800: the summary fills the first screen
+    (its bottom above 800 px), every number in it links to a section that
+    exists, and no table, figure or block is wider than its box or the page
+    (the All-cells table included, opened)."""
+    from first_screen import HEIGHT, WIDTH, lay_out
 
     _, html = rendered
-    chromium = shutil.which("chromium")
-    assert chromium, "chromium is missing: `make test` installs it from Debian's apt"
-    probe = tmp_path / "probe.html"
-    widths = "document.documentElement.scrollWidth + ' ' + Math.max(...[...document.querySelectorAll('.scroll')].map(e => e.scrollWidth))"
-    probe.write_text(html.read_text().replace("</body>", f"<script>document.body.dataset.widths = {widths};</script></body>"))
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([chromium, *flags, "--window-size=1280,800", "--dump-dom", probe.as_uri()],
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    page, widest_box = map(int, re.search(r'data-widths="(\d+) (\d+)"', dom.stdout).groups())
-    assert page <= 1280, page
-    assert widest_box > 1280  # the All-cells table is wider than the window: it scrolls in its box
+    layout = lay_out(html, tmp_path)
+    assert layout["summary_bottom"] <= HEIGHT, layout["summary_bottom"]
+    assert layout["links"] and not layout["missing"], layout["missing"]
+    assert layout["numbers"] and set(layout["numbers"]) == {"linked"}, layout["numbers"]
+    assert layout["page_width"] <= WIDTH, layout["page_width"]
+    assert not layout["wide"], layout["wide"]
+    assert "GB/s" in layout["text"] and "highest bandwidth" in layout["text"]

@@ -147,6 +147,27 @@ def test_report_renders_in_a_real_browser(workflow, tmp_path):
     assert len(image.getcolors(maxcolors=1 << 20)) > 50  # text, tables and plotted colours
 
 
+def test_first_screen_answers(workflow, tmp_path):
+    """A real run's report at 1280 x 800: the summary (bandwidth, idle
+    latency, effective concurrency, a verdict per experiment) is on the
+    first screen, each of its numbers links to a section that exists, and
+    nothing is wider than the page or its box."""
+    from first_screen import HEIGHT, WIDTH, lay_out
+
+    workdir, _ = workflow
+    layout = lay_out(workdir / "results" / "report.html", tmp_path)
+    assert layout["summary_bottom"] <= HEIGHT, layout["summary_bottom"]
+    assert not layout["missing"], layout["missing"]
+    assert layout["numbers"] and set(layout["numbers"]) == {"linked"}, layout["numbers"]
+    assert layout["page_width"] <= WIDTH and not layout["wide"], (layout["page_width"], layout["wide"])
+    text = layout["text"]
+    for headline in ("highest bandwidth", "one thread", "idle latency", "effective concurrency"):
+        assert headline in text, headline
+    assert re.search(r"idle latency\s+local\s+[\d.]+ ns", text), text
+    assert re.search(r"[\d.]+ lines", text), text  # Little's law at the peak, not "not known"
+    assert "unrunnable" in text and "skipped" in text  # the verdict line names the skipped cell
+
+
 def test_measurements_never_overlap(workflow):
     """One span per measuring process (its first start to its last end);
     sorted, each begins after the previous one ended."""

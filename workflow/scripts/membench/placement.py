@@ -207,6 +207,26 @@ def coarse_words(ok: pd.DataFrame) -> pd.DataFrame:
 # Coarse words in the order the figure names them when not all fit: where
 # pages are and CPU sharing first, migration last (it rarely costs much).
 WORD_PRIORITY = ["pages", "oversubscribed", "nodes", "smt", "hugepages", "migrated"]
+def placement_words(ok: pd.DataFrame, limit: int = 2) -> str:
+    """One cell's runs in the figure legend's short words ("one node ·
+    own cores · pages local"); a word that differs between runs shows its
+    most common values with counts ("pages local ×6/split ×2")."""
+    needed = ("threads_per_node", "smt_shared_cores", "oversubscribed_cpus", "migrated_threads", "page_locality", "hugepages")
+    if ok.empty or any(c not in ok for c in needed) or ok["threads_per_node"].isna().all():
+        return ""
+    words = coarse_words(ok)
+    parts = []
+    for column in WORD_PRIORITY:
+        counts = words[column].value_counts()
+        if len(counts) == 1:
+            parts.append(str(counts.index[0]))
+            continue
+        shown = "/".join(f"{word} ×{n}" for word, n in counts.head(limit).items())
+        rest = int(counts.iloc[limit:].sum())
+        parts.append(shown + (f"/other ×{rest}" if rest else ""))
+    return " · ".join(parts)
+
+
 # Which coarse word stands for each factor of the modes table.
 WORD_OF_FACTOR = {
     "page_locality": "pages", "oversubscribed_cpus": "oversubscribed", "threads_per_node": "nodes",

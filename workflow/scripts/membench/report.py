@@ -21,6 +21,7 @@ from markupsafe import Markup
 from membench.records import write_text_atomic
 from membench.concurrency import effective_concurrency, idle_latencies
 from membench.c2c_summary import report_table
+from membench.headline import system_headlines
 from membench.stats import add_series
 from membench.tables import idle_latency_table, tables_for
 
@@ -178,14 +179,16 @@ def build_context(
                 "modes": _modes_rows(modes, name, part) if "placement" in figures.get(name, {}) else [],
             }
         )
+    latencies = idle_latencies(cells)
     return {
+        "headlines": system_headlines(cells, ec, latencies, modes, systems, list(config["experiments"])),
         "provenance": provenance,
         "systems": systems,
         "experiments": experiments,
         "problems": _records(problems),
         "warnings": cache_warnings(cells, systems),
         "little": little_example(ec),
-        "idle_latencies": idle_latency_table(idle_latencies(cells)),
+        "idle_latencies": idle_latency_table(latencies),
         "config_yaml": yaml.safe_dump(config, sort_keys=False),
         "totals": {
             "cells": int(cells[["system", "cell"]].drop_duplicates().shape[0]),

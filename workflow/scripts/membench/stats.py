@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from membench.placement import placement_summary
+from membench.placement import placement_summary, placement_words
 
 # A cell as requested, plus what the host resolved it to.
 CELL_KEYS = [
@@ -92,6 +92,7 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
         row.update(
             hugepage_fraction_mean=ok["hugepage_fraction"].astype(float).mean(),
             placement_classes=placement_summary(ok) or "not classified (no topology.json)",
+            placement_words=placement_words(ok) or "not classified (no topology.json)",
             migrated_runs=int(ok["migrated"].fillna(False).astype(bool).sum()) if "migrated" in ok else 0,
         )
         if "node_name" in ok:

@@ -164,12 +164,15 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
             "columns": ["version", *systems],
             "rows": rows,
         }
+    # Each latency's source is said once, under the table; rows name it by its mark.
+    sources = list(dict.fromkeys(ec["latency_source"]))
+    mark = {source: f"[{i}]" for i, source in enumerate(sources, start=1)}
     rows = [
         [
             r.system, r.op, str(r.threads), r.affinity, r.pages, r.placement, _number(r.gbps, 2),
             _number(r.traffic_gbps, 2), _number(r.latency_ns),
             _number(r.bytes_in_flight, 0), _number(r.lines_in_flight), _number(r.lines_per_thread),
-            _number(r.loaded_latency_ns), _number(r.lines_in_flight_loaded), r.latency_source,
+            _number(r.loaded_latency_ns), _number(r.lines_in_flight_loaded), mark[r.latency_source],
         ]
         for r in ec.itertuples()
     ]  # fmt: skip
@@ -178,9 +181,10 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
         "note": note,
         "columns": [
             "system", "op", "threads", "affinity", "pages", "placement", "GB/s", "traffic GB/s", "idle ns", "bytes in flight", "lines",
-            "lines / thread", "loaded ns", "lines (loaded)", "idle latency from",
+            "lines / thread", "loaded ns", "lines (loaded)", "idle latency",
         ],  # fmt: skip
         "rows": rows,
+        "footnotes": [f"{mark[source]} {source}" for source in sources],
     }
 
 
