@@ -86,7 +86,7 @@ typedef struct side {
     double *sample_ns;          /* A: sample durations */
     long long count;            /* hand-offs this thread completed */
     int bind_err, cpu_start, cpu_end, timeout, chase_bad;
-} side_t;
+} __attribute__((aligned(128))) side_t; /* the two sides share no line */
 
 /* spin until *p == want (acquire); 1 on timeout */
 static int wait_eq(const uint64_t *p, uint64_t want)
@@ -133,52 +133,60 @@ MB_KERNEL_FN static void *chase_window(void *p, size_t loads)
     return q;
 }
 
+/* The loops keep their state in locals (written back after each sample):
+ * nothing but the line under test moves between the two cores. */
 static void run_cas(side_t *s)
 {
     uint64_t *x = s->sh->x;
-    uint64_t k = 0;
-    for (long long smp = 0; smp < s->samples && !s->timeout; smp++) {
+    uint64_t k = 0, who = (uint64_t)s->who;
+    long long rt = s->rt, count = 0;
+    int timeout = 0;
+    for (long long smp = 0; smp < s->samples && !timeout; smp++) {
         long long t0 = mb_clock_ns(CLOCK_MONOTONIC);
-        for (long long r = 0; r < s->rt; r++, k++) {
-            if (cas_from(x, 2 * k + (uint64_t)s->who, 2 * k + (uint64_t)s->who + 1)) {
-                s->timeout = 1;
+        for (long long r = 0; r < rt; r++, k++) {
+            if (cas_from(x, 2 * k + who, 2 * k + who + 1)) {
+                timeout = 1;
                 break;
             }
-            s->count++;
+            count++;
         }
         long long t1 = mb_clock_ns(CLOCK_MONOTONIC);
         if (s->who == 0) {
             s->sample_ns[smp] = (double)(t1 - t0);
-            s->ns[smp] = (double)(t1 - t0) / (2.0 * (double)s->rt);
+            s->ns[smp] = (double)(t1 - t0) / (2.0 * (double)rt);
         }
     }
+    s->count = count, s->timeout = timeout;
 }
 
 static void run_two_line(side_t *s)
 {
     uint64_t *x = s->sh->x, *y = s->sh->y;
     uint64_t k = 0;
-    for (long long smp = 0; smp < s->samples && !s->timeout; smp++) {
+    long long rt = s->rt, count = 0;
+    int timeout = 0, ping = s->who == 0;
+    for (long long smp = 0; smp < s->samples && !timeout; smp++) {
         long long t0 = mb_clock_ns(CLOCK_MONOTONIC);
-        for (long long r = 0; r < s->rt; r++) {
+        for (long long r = 0; r < rt; r++) {
             k++;
-            if (s->who == 0) {
+            if (ping) {
                 __atomic_store_n(x, k, __ATOMIC_RELEASE);
-                s->timeout = wait_eq(y, k);
+                timeout = wait_eq(y, k);
             } else {
-                s->timeout = wait_eq(x, k);
+                timeout = wait_eq(x, k);
                 __atomic_store_n(y, k, __ATOMIC_RELEASE);
             }
-            if (s->timeout)
+            if (timeout)
                 break;
-            s->count++;
+            count++;
         }
         long long t1 = mb_clock_ns(CLOCK_MONOTONIC);
-        if (s->who == 0) {
+        if (ping) {
             s->sample_ns[smp] = (double)(t1 - t0);
-            s->ns[smp] = (double)(t1 - t0) / (2.0 * (double)s->rt);
+            s->ns[smp] = (double)(t1 - t0) / (2.0 * (double)rt);
         }
     }
+    s->count = count, s->timeout = timeout;
 }
 
 static void run_clean(side_t *s)
@@ -186,14 +194,16 @@ static void run_clean(side_t *s)
     const shared_t *sh = s->sh;
     uint64_t *ready = sh->x, *done = sh->y;
     uint64_t k = 0;
+    long long rt = s->rt, count = 0;
+    int timeout = 0, bad = 0, reader = s->who == 1;
     volatile uintptr_t sink = 0;
-    for (long long smp = 0; smp < s->samples && !s->timeout; smp++) {
+    for (long long smp = 0; smp < s->samples && !timeout; smp++) {
         double busy = 0;
-        for (long long r = 0; r < s->rt; r++, k++) { /* rt = windows here */
+        for (long long r = 0; r < rt; r++, k++) { /* rt = windows here */
             const unsigned *win = sh->perm + (k % sh->nwin) * sh->wlines;
-            if (s->who == 1) {
+            if (reader) {
                 /* B: take the window's lines into its caches (clean) */
-                if ((s->timeout = wait_eq(done, k)))
+                if ((timeout = wait_eq(done, k)))
                     break;
                 uintptr_t acc = 0;
                 for (size_t i = 0; i < sh->wlines; i++)
@@ -201,24 +211,25 @@ static void run_clean(side_t *s)
                 sink = acc;
                 __atomic_store_n(ready, k + 1, __ATOMIC_RELEASE);
             } else {
-                if ((s->timeout = wait_eq(ready, k + 1)))
+                if ((timeout = wait_eq(ready, k + 1)))
                     break;
                 void *first = sh->pool + (size_t)win[0] * sh->line;
                 long long t0 = mb_clock_ns(CLOCK_MONOTONIC);
                 void *end = chase_window(first, sh->wlines);
                 long long t1 = mb_clock_ns(CLOCK_MONOTONIC);
                 busy += (double)(t1 - t0);
-                s->chase_bad += end != first;
+                bad += end != first;
                 __atomic_store_n(done, k + 1, __ATOMIC_RELEASE);
             }
-            s->count++;
+            count++;
         }
-        if (s->who == 0) {
+        if (!reader) {
             s->sample_ns[smp] = busy;
-            s->ns[smp] = busy / ((double)s->rt * (double)sh->wlines);
+            s->ns[smp] = busy / ((double)rt * (double)sh->wlines);
         }
     }
     (void)sink;
+    s->count = count, s->timeout = timeout, s->chase_bad = bad;
 }
 
 static void *side_main(void *arg)
