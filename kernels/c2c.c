@@ -125,7 +125,7 @@ static int cas_from(uint64_t *p, uint64_t from, uint64_t to)
     }
 }
 
-MB_KERNEL_FN static void *chase_window(void *p, size_t loads)
+MB_KERNEL_FN void *mb_kern_c2c_clean(void *p, size_t loads)
 {
     void **q = p;
     while (loads--)
@@ -215,7 +215,7 @@ static void run_clean(side_t *s)
                     break;
                 void *first = sh->pool + (size_t)win[0] * sh->line;
                 long long t0 = mb_clock_ns(CLOCK_MONOTONIC);
-                void *end = chase_window(first, sh->wlines);
+                void *end = mb_kern_c2c_clean(first, sh->wlines);
                 long long t1 = mb_clock_ns(CLOCK_MONOTONIC);
                 busy += (double)(t1 - t0);
                 bad += end != first;
