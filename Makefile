@@ -14,6 +14,9 @@ CONFIG ?= config/config.yaml
 system-deps:
 	@command -v gcc >/dev/null && echo 'int main(void){return 0;}' | gcc -fopenmp -x c - -o /dev/null 2>/dev/null \
 	  || { apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev libgomp1; }
+	@command -v dmidecode >/dev/null || [ -x /usr/sbin/dmidecode ] \
+	  || { apt-get update -qq && apt-get install -y --no-install-recommends dmidecode; } 2>/dev/null \
+	  || echo "dmidecode not installed: the probe will report the theoretical peak as unknown (state it in the config)"
 
 # The report is checked in a real headless Chromium (Debian's package); the
 # NUMA guest test (tests/test_numa_guest.py) boots QEMU with a busybox-static

@@ -244,3 +244,13 @@ def test_class_figure_of_a_sample():
     pair_rows = c2c_summary.pair_table(table)
     assert not pair_rows["full_matrix"].any() and len(pair_rows) == 2 * 15
     assert "<svg" in c2c_svg(pair_rows, "m", "m-handoff")[:400]
+
+
+def test_hierarchy_rows_from_the_classes():
+    topo = synthetic()
+    sample = c2c_pairs.sample(topo, 2)
+    classes = c2c_summary.class_table(fake_records(topo, [p for v in sample.values() for p in v], lambda a, b: "x:0"))
+    rows = c2c_summary.hierarchy_rows(classes)["s"]
+    assert list(rows) == list(c2c_summary.HIERARCHY_ROWS.values())
+    assert rows["c2c: modified in the other package"]["ns"] == 160.5
+    assert "2 other_package pair(s)" in rows["c2c: modified in the other package"]["derivation"]

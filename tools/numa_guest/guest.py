@@ -135,7 +135,21 @@ TWO_SOCKETS_SMT = Layout(
     smp=(2, 2, 2),
     cpu="max,vendor=GenuineIntel",
 )
-LAYOUTS = {layout.name: layout for layout in (TWO_NODES, FOUR_NODES, TWO_SOCKETS_SMT)}
+# The four nodes above plus node 4: memory only, no CPUs (as a CXL expander
+# or HBM shows up), farther from every CPU node than any of them.
+FOUR_NODES_MEMORY_ONLY = Layout(
+    name="4node-memonly",
+    node_cpus=((0,), (1,), (2,), (3,), ()),
+    node_mib=(224, 128, 128, 128, 96),
+    distances=(
+        (10, 16, 32, 22, 40),
+        (16, 10, 22, 28, 40),
+        (32, 22, 10, 16, 40),
+        (22, 28, 16, 10, 40),
+        (40, 40, 40, 40, 10),
+    ),
+)
+LAYOUTS = {layout.name: layout for layout in (TWO_NODES, FOUR_NODES, TWO_SOCKETS_SMT, FOUR_NODES_MEMORY_ONLY)}
 
 
 # ------------------------------------------------------------------- boot

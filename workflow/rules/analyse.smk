@@ -38,10 +38,12 @@ rule analyse_measurements:
 rule plot_figure:
     input:
         cells="results/summary/cells.csv",
+        problems="results/summary/problems.csv",
         modes="results/summary/modes.csv",
         c2c_pairs="results/summary/c2c_pairs.csv",
         measurements=expand("results/{system}/measurements.csv", system=SYSTEMS),
         topology=expand("results/{system}/topology.json", system=SYSTEMS),
+        environment=expand("results/{system}/environment.json", system=SYSTEMS),
         code=PACKAGE_SOURCES,
     output:
         "results/figures/{experiment}-{kind}.svg",
@@ -51,5 +53,7 @@ rule plot_figure:
         "../../envs/python.yaml"
     resources:
         machine=1,
+    params:
+        peaks=figure_peaks,
     script:
         "../scripts/plot_figure.py"

@@ -16,6 +16,7 @@ from membench import (
     config_checks,
     figure_kinds,
     matrix,
+    node_pairs,
     rounds,
     stopping,
     variants,
@@ -85,9 +86,13 @@ def stored_runs(wildcards):
     that are stored."""
     if not FIGURES_ONLY:
         return [f"results/{wildcards.system}/rounds/r{k}.json" for k in range(ROUNDS)]
+    probe = Path(f"results/{wildcards.system}/topology.json")
+    cells = node_pairs.expand_pairs(
+        CELLS, json.loads(probe.read_text()) if probe.exists() else None
+    )
     files = (
         rounds.run_path(f"results/{wildcards.system}/runs", cell, k)
-        for cell in CELLS
+        for cell in cells
         for k in range(cell.repeats)
     )
     return [f for f in files if Path(f).exists()]
@@ -140,6 +145,22 @@ def slurm_resources():
         return lambda wildcards: systems.get(wildcards.system, {}).get(key) or None
 
     return {name: setting(key) for key, name in names.items() if key in used}
+
+
+# Each system's stated peak (systems.<name>.peak): fed to the figures and
+# the report through params, never to a probe or a measurement.
+PEAK_SETTINGS = {
+    name: {"peak": settings["peak"]}
+    for name, settings in (CONFIG.get("systems") or {}).items()
+    if (settings or {}).get("peak")
+}
+
+
+def figure_peaks(wildcards):
+    """The stated peaks a figure draws: only the bandwidth-vs-threads,
+    -size and version-ladder figures draw one, so a peak edit redraws only
+    those."""
+    return PEAK_SETTINGS if wildcards.kind in ("scaling", "size", "ladder") else {}
 
 
 def provenance():

@@ -48,7 +48,10 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     study = json.loads(Path(args.study_file).read_text())
     table = variants.load_variants(Path(args.variants))
-    cells = rounds.study_cells(study, args.round, table)
+    # The system's probe (a Snakemake input of the round, always there in
+    # the pipeline) makes the node-matrix pairs concrete.
+    probe = Path(args.topology)
+    cells = rounds.study_cells(study, args.round, table, json.loads(probe.read_text()) if probe.exists() else None)
     plan = rounds.plan_round(cells, args.system, args.round, study["shuffle_seed"], table)
     with open(args.log, "a") as log:
         try:

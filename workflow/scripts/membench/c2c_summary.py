@@ -119,3 +119,35 @@ def report_table(classes: pd.DataFrame) -> dict | None:
                     "within a record", "pairs", "records", "failed / skipped"],  # fmt: skip
         "rows": rows,
     }
+
+
+# The hierarchy table's cache-to-cache rows (the AWS paper's "L3 line
+# modified in another core" and "line in the remote socket"): the two_line op,
+# whose every hand-off moves a modified line, per class.
+HIERARCHY_ROWS = {
+    "same_l3": "c2c: modified in another core, same L3",
+    "same_package": "c2c: modified in another core, same package (other L3)",
+    "other_package": "c2c: modified in the other package",
+}
+
+
+def hierarchy_rows(classes: pd.DataFrame, op: str = "two_line") -> dict[str, dict[str, dict]]:
+    """system -> row label -> {"ns", "derivation"} from c2c_classes.csv
+    (membench.hierarchy.hierarchy's extra_rows); a class not measured on a
+    system gives no row."""
+    out: dict[str, dict[str, dict]] = {}
+    if classes is None or classes.empty:
+        return out
+    mine = classes[(classes["op"] == op) & (classes["records"] > 0)]
+    for row in mine.itertuples():
+        label = HIERARCHY_ROWS.get(row.pair_class)
+        if label is None or label in out.get(row.system, {}):
+            continue  # the first experiment measuring a class gives its row
+        out.setdefault(row.system, {})[label] = {
+            "ns": float(row.handoff_ns_median),
+            "derivation": (
+                f"c2c {op}, experiment {row.experiment}: median hand-off over {row.records} records of "
+                f"{row.pairs} {row.pair_class} pair(s), p10–p90 {row.handoff_ns_p10:.1f}–{row.handoff_ns_p90:.1f} ns"
+            ),
+        }
+    return out

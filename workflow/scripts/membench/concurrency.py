@@ -31,6 +31,21 @@ def placement_class(policy: str) -> str:
     return policy
 
 
+def placement_key(policy: str, affinity: str) -> str:
+    """placement_class, plus the threads' node for an explicit bind or
+    preferred from one node (affinity node:I): in a node x node matrix,
+    bind:1 from node 0 (remote) and from node 1 (local) are different
+    latencies, and a bandwidth pair takes the latency of its own pair."""
+    placement = placement_class(policy)
+    if str(affinity).startswith("node:") and placement.startswith(("bind", "preferred")):
+        return f"{placement} from {affinity}"
+    return placement
+
+
+def _placements(cells: pd.DataFrame) -> pd.Series:
+    return pd.Series([placement_key(p, a) for p, a in zip(cells["policy_requested"], cells["affinity"])], index=cells.index)
+
+
 PAGE_BYTES = {"4k": 4096, "thp": 2**21, "hugetlb-2m": 2**21, "hugetlb-1g": 2**30}
 LATENCY_COLUMNS = ["system", "placement", "pages", "group", "ns", "ns_min", "ns_max", "runs", "working_set_bytes", "source"]
 
@@ -40,7 +55,7 @@ def _one_per_placement(cells: pd.DataFrame, choose: str, by: str, size: str) -> 
     largest (choose="idxmax") or smallest ("idxmin"), as a latency table."""
     if cells.empty:
         return pd.DataFrame(columns=LATENCY_COLUMNS)
-    cells = cells.assign(placement=cells["policy_requested"].map(placement_class))
+    cells = cells.assign(placement=_placements(cells))
     chosen = cells.loc[getattr(cells.groupby(["system", "placement", "pages"])[by], choose)()]
     return pd.DataFrame(
         {
@@ -68,7 +83,7 @@ def _with_group(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def _keys(cells: pd.DataFrame) -> list[pd.Series]:
-    return [cells["system"], cells["policy_requested"].map(placement_class), cells["pages"]]
+    return [cells["system"], _placements(cells), cells["pages"]]
 
 
 # How far below the largest working set a group's own largest may lie and
@@ -155,7 +170,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd
     bandwidth = cells[~cells["kernel"].isin([LATENCY_KERNEL, "loaded", "c2c"]) & (cells["n_ok"] > 0)]
     rows = []
     for row in bandwidth.itertuples():
-        placement = placement_class(row.policy_requested)
+        placement = placement_key(row.policy_requested, row.affinity)
         traffic = row.gbps_wa_mean if not math.isnan(row.gbps_wa_mean) else row.gbps_mean
         latency = _match(latencies, row.system, placement, row.pages)
         out = {

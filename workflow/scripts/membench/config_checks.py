@@ -26,6 +26,7 @@ from membench.matrix import (
     parse_group,
     parse_size,
 )
+from membench.peak import config_problems as peak_config_problems
 from membench.variants import families, variant_names
 
 
@@ -168,6 +169,7 @@ def _experiment_problems(where: str, experiment: dict, schema: dict, variants_ta
         )
     for i, affinity in enumerate(_list_of(experiment.get("affinity"))):
         problems += _backwards_ranges(f"{where}.affinity[{i}]", affinity)
+    problems += _pair_problems(where, experiment)
     if kernel == "chase":
         problems += _sweep_problems(where, experiment)
     problems += _kernel_only_problems(where, experiment, schema)
@@ -214,6 +216,24 @@ def _backwards_ranges(where: str, affinity) -> list[str]:
         f"(here {high}-{low})"
         for low, high in re.findall(r"([0-9]+)-([0-9]+)", affinity)
         if int(low) > int(high)
+    ]
+
+
+# Thread counts that name the whole machine: on one node's CPUs
+# (affinity node:each) they would be skipped in every cell of the matrix.
+MACHINE_WIDE_THREADS = ("all", "cores")
+
+
+def _pair_problems(where: str, experiment: dict) -> list[str]:
+    """The node matrix's rows put the threads on one node: a thread count
+    meant for the whole machine cannot fit there."""
+    if "node:each" not in _list_of(experiment.get("affinity")):
+        return []
+    return [
+        f"{where}.threads[{i}]: {threads!r} is not allowed with affinity node:each (the threads of one "
+        "node); allowed: an integer >= 1, node (one per core of the node) or node-smt (every CPU of the node)"
+        for i, threads in enumerate(_list_of(experiment.get("threads")))
+        if threads in MACHINE_WIDE_THREADS
     ]
 
 
@@ -309,6 +329,7 @@ def validate(config: dict, schema: dict, variants_table: dict) -> dict:
         problems += found
         if found:
             broken.add(name)
+    problems += peak_config_problems(config.get("systems"))
     if isinstance(config.get("experiments"), dict):
         intact = [n for n in config["experiments"] if n not in broken]
         problems += _empty_experiments(config, schema, variants_table, intact)

@@ -32,6 +32,9 @@ from membench.collect import read_measurements  # noqa: E402
 from membench.figure_kinds import kinds_for  # noqa: E402, F401 (figures.kinds_for)
 from membench.records import write_text_atomic  # noqa: E402
 from membench.matrix import group_text, size_text  # noqa: E402
+from membench.matrix_figure import matrix_svg  # noqa: E402
+from membench.node_matrix import experiment_matrices  # noqa: E402
+from membench.peak_lines import draw_peak_lines, figure_systems, peak_lines  # noqa: E402
 from membench.placement import OTHER, figure_classes  # noqa: E402
 from membench.stats import add_series  # noqa: E402
 
@@ -85,8 +88,9 @@ def _empty(message: str, name: str) -> str:
     return to_svg(fig, name)
 
 
-def scaling_svg(cells: pd.DataFrame, name: str) -> str:
-    """Bandwidth vs threads from the per-cell summary."""
+def scaling_svg(cells: pd.DataFrame, name: str, peaks: list[tuple[float, str]] = ()) -> str:
+    """Bandwidth vs threads from the per-cell summary; the peaks
+    (membench.peak_lines) as dashed reference lines."""
     cells = add_series(cells[cells["n_ok"] > 0])
     if cells.empty:
         return _empty("no successful measurements in this experiment", name)
@@ -112,6 +116,7 @@ def scaling_svg(cells: pd.DataFrame, name: str) -> str:
         ax.set_ylabel(GBPS_LABEL)
         ax.set_xticks(sorted(cells["threads"].unique()))
         ax.set_ylim(bottom=0)
+        draw_peak_lines(ax, peaks)
     for ax in list(axes.flat)[len(ops) :]:
         ax.remove()
     handles, labels = axes.flat[0].get_legend_handles_labels()
@@ -254,7 +259,7 @@ def placement_svg(measurements: pd.DataFrame, name: str, modes: pd.DataFrame | N
     return to_svg(fig, name, dpi=RASTER_DPI)
 
 
-def size_svg(cells: pd.DataFrame, name: str) -> str:
+def size_svg(cells: pd.DataFrame, name: str, peaks: list[tuple[float, str]] = ()) -> str:
     """Bandwidth vs bytes per array (log x): caches, then memory, then the
     spill past a node's memory (the ORNL experiment)."""
     ok = add_series(cells[cells["n_ok"] > 0], ["system", "variant", "threads", "affinity", "policy_requested", "pages", "init"])
@@ -270,12 +275,13 @@ def size_svg(cells: pd.DataFrame, name: str) -> str:
     ax.set_xlabel("bytes per array (log scale)")
     ax.set_ylabel(GBPS_LABEL)
     ax.set_ylim(bottom=0)
+    draw_peak_lines(ax, peaks)
     ax.legend(title="mean ± std, band min–max", fontsize="small")
     fig.tight_layout()
     return to_svg(fig, name)
 
 
-def ladder_svg(measurements: pd.DataFrame, name: str) -> str:
+def ladder_svg(measurements: pd.DataFrame, name: str, peaks: list[tuple[float, str]] = ()) -> str:
     """McCalpin's ladder: GB/s of every version, each repetition a dot and
     the mean a bar, one colour per system (or series)."""
     # The variant is the x axis, and the page size follows it (pages: variant).
@@ -296,6 +302,7 @@ def ladder_svg(measurements: pd.DataFrame, name: str) -> str:
     ax.set_xlabel("version")
     ax.set_ylabel(GBPS_LABEL)
     ax.set_ylim(bottom=0)
+    draw_peak_lines(ax, peaks)
     ax.tick_params(axis="x", rotation=60)
     ax.legend(title="dots: repetitions, bars: mean", fontsize="small")
     fig.tight_layout()
@@ -391,7 +398,8 @@ FIGURE_COLUMNS = [
 
 def plot_figure(
     kind: str, experiment: str, cells_csv: str, measurements: list[str], topology: list[str], output: str,
-    modes_csv: str | None = None, c2c_pairs_csv: str | None = None,
+    modes_csv: str | None = None, environment: list[str] = (), peak_settings: dict | None = None,
+    problems_csv: str | None = None, c2c_pairs_csv: str | None = None,
 ) -> None:
     plt.rcParams.update(THEME)
     name = f"{experiment}-{kind}"
@@ -399,18 +407,31 @@ def plot_figure(
         from membench.c2c_figures import c2c_svg
 
         svg = c2c_svg(pd.read_csv(c2c_pairs_csv) if c2c_pairs_csv else pd.DataFrame(), experiment, name)
+    elif kind == "matrix":
+        cells = pd.read_csv(cells_csv)
+        problems = pd.read_csv(problems_csv or Path(cells_csv).with_name("problems.csv"))
+        topologies = {Path(p).parent.name: json.loads(Path(p).read_text()) for p in topology}
+        matrices = experiment_matrices(cells, problems, topologies, experiment)
+        svg = matrix_svg(matrices, name, to_svg, sns) if matrices else _empty("no measurements", name)
     elif kind in ("scaling", "latency", "loaded", "size"):
         cells = pd.read_csv(cells_csv)
         cells = cells[cells["experiment"] == experiment]
         if kind == "latency":
             svg = latency_svg(cells, data_caches(topology), name)
+        elif kind in ("scaling", "size"):
+            peaks = peak_lines(cells, figure_systems(topology, environment), peak_settings)
+            svg = {"scaling": scaling_svg, "size": size_svg}[kind](cells, name, peaks)
         else:
-            svg = {"scaling": scaling_svg, "loaded": loaded_svg, "size": size_svg}[kind](cells, name)
+            svg = loaded_svg(cells, name)
     else:
         table = read_measurements(measurements, FIGURE_COLUMNS)
         table = table[table["experiment"] == experiment]
         if kind == "placement":
             svg = placement_svg(table, name, pd.read_csv(modes_csv) if modes_csv else None)
+        elif kind == "ladder":
+            cells = pd.read_csv(cells_csv)
+            peaks = peak_lines(cells[cells["experiment"] == experiment], figure_systems(topology, environment), peak_settings)
+            svg = ladder_svg(table, name, peaks)
         else:
-            svg = {"histogram": histogram_svg, "ladder": ladder_svg}[kind](table, name)
+            svg = histogram_svg(table, name)
     write_text_atomic(Path(output), svg)

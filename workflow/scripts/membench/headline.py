@@ -86,10 +86,39 @@ def single_thread(cells: pd.DataFrame) -> dict | None:
     return _bandwidth_entry(one.loc[one["gbps_median"].idxmax()])
 
 
+def _pair_entries(pairs: pd.DataFrame) -> list[dict]:
+    """A node x node matrix's latencies (placements "bind:J from node:I")
+    in two lines at any node count: the local pairs (I = J) and the remote
+    ones, each the median over the pairs with their range."""
+    if pairs.empty:
+        return []
+    nodes = pairs["placement"].str.extract(r"^(?:bind|preferred):([0-9]+) from node:([0-9]+)$")
+    local = nodes[0] == nodes[1]
+    out = []
+    for label, part in (("local pairs", pairs[local]), ("remote pairs", pairs[~local])):
+        if part.empty:
+            continue
+        out.append(
+            {
+                "placement": f"node matrix, {label} ({len(part)}: {part['ns'].min():.1f}–{part['ns'].max():.1f} ns)",
+                "pages": ", ".join(dict.fromkeys(part["pages"])),
+                "group": ", ".join(dict.fromkeys(part["group"])),
+                "ns": float(part["ns"].median()),
+                "runs": int(part["runs"].sum()),
+                "link": "#idle-latency",
+            }
+        )
+    return out
+
+
 def idle_latency_entries(latencies: pd.DataFrame) -> list[dict]:
-    """Idle latency per placement (local first) and page size."""
+    """Idle latency per placement (local first) and page size; a node
+    matrix's pairs in two lines (membench.node_matrix has them all)."""
     if latencies.empty:
         return []
+    is_pair = latencies["placement"].str.contains(" from node:", regex=False)
+    if is_pair.any():
+        return idle_latency_entries(latencies[~is_pair]) + _pair_entries(latencies[is_pair])
     order = latencies.assign(
         _placement=latencies["placement"].map(lambda p: PLACEMENT_ORDER.get(p, 3)),
     ).sort_values(["_placement", "placement", "pages"], kind="stable")
@@ -126,6 +155,21 @@ def concurrency_at_peak(ec: pd.DataFrame, peak: dict | None) -> dict | None:
         "traffic_gbps": float(row["traffic_gbps"]),
         "link": "#concurrency",
     }
+
+
+def hierarchy_headline(levels: dict | None) -> list[dict]:
+    """The levels the sweep found, for the smallest pages measured: "L1
+    1.2 ns", ..., linked to the hierarchy table; levels not found are left
+    to the table, which says so."""
+    if not levels:
+        return []
+    pages = levels["pages"][0]
+    found = []
+    for row in levels["rows"]:
+        one = row["per_pages"].get(pages)
+        if one and one["ns"] is not None and not row["level"].startswith("unassigned"):
+            found.append({"level": row["level"], "ns": one["ns"], "cycles": one["cycles"], "pages": pages, "link": "#hierarchy"})
+    return found
 
 
 VERDICT_WORDS = {
@@ -180,6 +224,7 @@ def system_headlines(
     modes: pd.DataFrame | None,
     systems: dict[str, dict],
     experiments: list[str],
+    levels: list[dict] = (),
 ) -> list[dict]:
     """The first screen: one entry per system, in the order of `systems`."""
     out = []
@@ -198,6 +243,7 @@ def system_headlines(
                 "single_thread": single_thread(mine),
                 "latencies": idle_latency_entries(latencies[latencies["system"] == name]) if not latencies.empty else [],
                 "concurrency": concurrency_at_peak(ec[ec["system"] == name] if not ec.empty else ec, overall),
+                "hierarchy": hierarchy_headline(next((h for h in levels if h["system"] == name), None)),
                 "verdicts": experiment_verdicts(
                     mine, modes[modes["system"] == name] if modes is not None and not modes.empty else modes, experiments
                 ),

@@ -110,14 +110,16 @@ def physical_cores(cpus: list[int], topology: dict) -> int:
 
 def resolve_threads(threads: int | str, affinity: str, allowed: list[int], topology: dict) -> int:
     """all = every allowed CPU; cores = one per physical core; node = one per
-    core of the node the affinity names (node:N), else of node 0."""
+    core of the node the affinity names (node:N), else of node 0; node-smt =
+    every allowed CPU of that node, SMT siblings included."""
     if threads == "all":
         return len(allowed)
     if threads == "cores":
         return physical_cores(allowed, topology)
-    if threads == "node":
+    if threads in ("node", "node-smt"):
         node = int(affinity.removeprefix("node:")) if affinity.startswith("node:") else 0
-        return physical_cores(node_cpus(node, allowed, topology), topology)
+        cpus = node_cpus(node, allowed, topology)
+        return len(cpus) if threads == "node-smt" else physical_cores(cpus, topology)
     return threads
 
 
@@ -127,16 +129,16 @@ def resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict,
         return c2c_resolve(request, topology, allowed)
     affinity = request.affinity
     threads = resolve_threads(request.threads, request.affinity, allowed, topology)
+    size = auto_size(topology) if request.size == "auto" else request.size
     if affinity.startswith("node:"):
         node = int(affinity.removeprefix("node:"))
         cpus = node_cpus(node, allowed, topology)
         if not cpus:
             nodes = sorted({c["node"] for c in topology["cpus"]})
-            return {"threads": threads, "size": request.size, "policy": request.policy, "affinity": affinity}, (
+            return {"threads": threads, "size": size, "policy": request.policy, "affinity": affinity}, (
                 f"affinity {affinity}: no usable CPUs on node {node} (nodes with CPUs: {nodes})"
             )
         affinity = "cpus:" + ",".join(map(str, cpus))
-    size = auto_size(topology) if request.size == "auto" else request.size
     resolved = {"threads": threads, "size": size, "policy": request.policy, "affinity": affinity}
     if threads > len(allowed):
         return resolved, f"{threads} threads requested but only {len(allowed)} CPUs are available"
@@ -158,7 +160,23 @@ def resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict,
                 f"nodes {sorted(nodes)} of {len(topology['nodes'])}"
             )
         resolved["policy"] = f"bind:{node}"
-    return resolved, None
+    return resolved, memory_node_problem(resolved["policy"], topology)
+
+
+def memory_node_problem(policy: str, topology: dict) -> str | None:
+    """Why a bind or preferred policy cannot place memory on this host (a
+    node it does not have, or one without memory: a node of CPUs only), as
+    the harness would say it, before a process is started."""
+    kind, _, nodes = policy.partition(":")
+    if kind not in ("bind", "preferred"):
+        return None
+    memory = {n["node"]: n["memory_bytes"] for n in topology["nodes"]}
+    for node in map(int, nodes.split(",")):
+        if node not in memory and node not in {c["node"] for c in topology["cpus"]}:
+            return f"policy {policy}: NUMA node {node} does not exist on this machine (nodes: {sorted(memory)})"
+        if not memory.get(node):
+            return f"policy {policy}: NUMA node {node} has no memory (a node of CPUs only)"
+    return None
 
 
 def c2c_resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict, str | None]:

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from membench import rounds
+from membench import node_pairs, rounds
 from membench.matrix import Cell
 
 
@@ -61,11 +61,21 @@ def first_digest(path: Path) -> str | None:
         return None
 
 
+def _topology(path: Path) -> dict | None:
+    """The system's probe, when it has run: the node-matrix cells (node:each,
+    bind:each) count only once their pairs are known."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def system_progress(cells: list[Cell], system: str, results: Path, variants_table: dict) -> SystemProgress:
     """Repetitions done: stored for the request the config makes now (an
     edit that changes a cell's request leaves its files to be measured
     again, as the round would)."""
     runs = str(results / system / "runs")
+    cells = node_pairs.expand_pairs(cells, _topology(results / system / "topology.json"))
     done = 0
     for cell in cells:
         request = rounds.cell_request(cell, system, None, variants_table)  # once per cell; only "repeat" differs

@@ -18,10 +18,15 @@ import pandas as pd
 import yaml
 from markupsafe import Markup
 
+from membench import node_pairs
+from membench.node_matrix import experiment_matrices, table_context
 from membench.records import write_text_atomic
 from membench.concurrency import effective_concurrency, idle_latencies
 from membench.c2c_summary import report_table
 from membench.headline import system_headlines
+from membench.hierarchy import hierarchy, measured_clocks
+from membench.peak import best_shares, cell_shares, concurrency_needed, system_peaks
+from membench.peak_tables import percent
 from membench.stats import add_series
 from membench.tables import idle_latency_table, tables_for
 
@@ -73,6 +78,7 @@ def make_environment(template_dir: Path) -> jinja2.Environment:
     env.filters["number"] = number
     env.filters["bytes"] = human_bytes
     env.filters["cpu_ranges"] = cpu_ranges
+    env.filters["percent"] = percent
     return env
 
 
@@ -102,6 +108,13 @@ ONLY_FOR = {
     "threads": ("stream", "readonly", "xor", "daxpy", "chase", "loaded"),
     "affinity": ("stream", "readonly", "xor", "daxpy", "chase", "loaded"),
 }
+
+
+PEAK_NOTE = (
+    "Dashed: the theoretical peak of the nodes holding the pages (see Machine for its source; a peak more than 4 × "
+    "above the axis is named at its top instead of squashing the data); the curves are the "
+    "STREAM count, the tables' % of peak the memory traffic with write-allocate reads."
+)
 
 
 def _relevant(key: str, kernel: str) -> bool:
@@ -150,6 +163,27 @@ def c2c_tables(classes: pd.DataFrame | None, experiment: str) -> list[dict]:
     return [table] if table else []
 
 
+def system_settings(environment: dict) -> str:
+    """The settings that change what a matrix measures, as the probe read
+    them (membench writes none of them)."""
+    pages = "; ".join(f"{size}: {p['nr']}" for size, p in environment.get("hugepages", {}).items()) or "none"
+    return (
+        f"numa_balancing {environment.get('numa_balancing')}, zone_reclaim_mode {environment.get('zone_reclaim_mode')}, "
+        f"THP {environment.get('thp_enabled')} (defrag {environment.get('thp_defrag')}), huge pages reserved {pages}, "
+        f"prefetchers {environment.get('prefetchers', 'unknown: not probed (environment.json predates the key)')}"
+    )
+
+
+def _matrices(cells: pd.DataFrame, problems: pd.DataFrame, systems: dict, experiment: str) -> list[dict]:
+    topologies = {name: system.get("topology") for name, system in systems.items()}
+    out = []
+    for one in experiment_matrices(cells, problems, topologies, experiment):
+        context = table_context(one)
+        context["settings"] = system_settings(systems.get(one.system, {}).get("environment", {}))
+        out.append(context)
+    return out
+
+
 def build_context(
     *,
     config: dict,
@@ -162,7 +196,9 @@ def build_context(
     c2c_classes: pd.DataFrame | None = None,
 ) -> dict:
     line_bytes = {name: system["topology"]["line_bytes"] for name, system in systems.items()}
-    ec = effective_concurrency(cells, line_bytes)
+    peaks = system_peaks(systems, config.get("systems"))
+    shares = cell_shares(cells, peaks)
+    ec = concurrency_needed(effective_concurrency(cells, line_bytes), shares, line_bytes)
     experiments = []
     for name, spec in config["experiments"].items():
         part = cells[cells["experiment"] == name]
@@ -173,21 +209,35 @@ def build_context(
                 "kernel": spec["kernel"],
                 "axes": {k: v for k, v in spec.items() if k not in ("kernel", "exclude") and _relevant(k, spec["kernel"])},
                 "figures": {kind: Markup(svg) for kind, svg in figures.get(name, {}).items()},
-                "tables": tables_for(spec["kernel"], part, part_ec) + c2c_tables(c2c_classes, name),
+                "tables": tables_for(spec["kernel"], part, part_ec, shares[shares["experiment"] == name])
+                + c2c_tables(c2c_classes, name),
                 "cells": _records(part),
                 # beside the placement figure, whose runs and ticks it explains
                 "modes": _modes_rows(modes, name, part) if "placement" in figures.get(name, {}) else [],
+                "matrices": _matrices(cells, problems, systems, name) if node_pairs.uses_pairs(spec) else [],
             }
         )
     latencies = idle_latencies(cells)
+    best = best_shares(shares)
+    levels = hierarchy(cells, {name: system["topology"] for name, system in systems.items()}, measured_clocks(cells))
+    headlines = system_headlines(cells, ec, latencies, modes, systems, list(config["experiments"]), levels)
+    for headline in headlines:  # the theoretical peak and the best share per family, on the first screen too
+        headline["theoretical"] = peaks[headline["system"]]
+        headline["peak_shares"] = [b for b in best if b["system"] == headline["system"]]
     return {
-        "headlines": system_headlines(cells, ec, latencies, modes, systems, list(config["experiments"])),
+        "hierarchy": levels,
+        "headlines": headlines,
         "provenance": provenance,
         "systems": systems,
         "experiments": experiments,
         "problems": _records(problems),
         "warnings": cache_warnings(cells, systems),
         "little": little_example(ec),
+        # per system: the peak, its source and derivation, or why unknown;
+        # the best share per system and kernel family (for summaries too)
+        "peaks": peaks,
+        "peak_best": best,
+        "peak_note": PEAK_NOTE if not shares.empty else None,
         "idle_latencies": idle_latency_table(latencies),
         "config_yaml": yaml.safe_dump(config, sort_keys=False),
         "totals": {

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from membench import matrix, variants
+from membench import matrix, node_pairs, variants
 from membench.matrix import Cell
 from membench.measure import Request, measure_cell
 from membench.records import read_jsonl, write_text_atomic
@@ -121,11 +121,12 @@ def round_study(config: dict, round_index: int) -> dict:
     }
 
 
-def study_cells(study: dict, round_index: int, variants_table: dict) -> list[Cell]:
+def study_cells(study: dict, round_index: int, variants_table: dict, topology: dict | None = None) -> list[Cell]:
     """The cells of a round from its study (round_study): every cell of
-    each experiment in it."""
+    each experiment in it, the node-matrix shorthand (node:each, bind:each)
+    made concrete for the system's topology (membench.node_pairs)."""
     experiments = {name: {**e, "repeats": round_index + 1} for name, e in study["experiments"].items()}
-    return matrix.expand({"experiments": experiments}, variants_table)
+    return node_pairs.expand_pairs(matrix.expand({"experiments": experiments}, variants_table), topology)
 
 
 class RoundInputs:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from membench.peak import nodes_holding_pages
 from membench.placement import placement_summary, placement_words
 
 # A cell as requested, plus what the host resolved it to.
@@ -86,7 +87,8 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
         if ok.empty:
             rows.append(row)
             continue
-        for metric, prefix in (("gbps", "gbps"), ("gbps_wa", "gbps_wa"), ("ns_per_load", "ns")):
+        # core_ghz: the clock the chase measured beside its latency (cycles in the hierarchy table)
+        for metric, prefix in (("gbps", "gbps"), ("gbps_wa", "gbps_wa"), ("ns_per_load", "ns"), ("core_ghz", "core_ghz")):
             if metric in ok and ok[metric].notna().any():
                 row.update(distribution(ok[metric].dropna(), prefix))
         row.update(
@@ -97,6 +99,8 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
         )
         if "node_name" in ok:
             row["nodes_obtained"] = _pattern_counts(ok["node_name"])
+        if "page_nodes" in ok:
+            row["page_nodes_used"] = nodes_holding_pages(ok["page_nodes"])  # the peak a cell is held against
         if "placement_problems" in ok:
             flagged = ok["placement_problems"].dropna()
             row.update(placement_mismatches=len(flagged), placement_notes=_pattern_counts(flagged) or None)

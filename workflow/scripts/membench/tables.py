@@ -10,6 +10,7 @@ import math
 import pandas as pd
 
 from membench.matrix import size_text
+from membench.peak_tables import RULE, peak_table, percent, share_of
 from membench.stats import add_series
 
 FEATURE_LABELS = {
@@ -110,10 +111,12 @@ def range_table(cells: pd.DataFrame) -> dict:
     }
 
 
-def placement_table(cells: pd.DataFrame) -> dict:
+def placement_table(cells: pd.DataFrame, shares: pd.DataFrame | None = None) -> dict:
     """Bandwidth by memory placement (the AWS paper's local / remote /
     interleaved table): one row per system, threads and policy, one column
-    per op, mean (min – max)."""
+    per op, mean (min – max); with known peaks (membench.peak) a "% of
+    peak" column per op."""
+    with_peak = shares is not None and not shares.empty
     ok = cells[cells["n_ok"] > 0]
     ops = list(dict.fromkeys(ok["op"]))
     rows = []
@@ -125,11 +128,14 @@ def placement_table(cells: pd.DataFrame) -> dict:
         row = [system, str(threads), *([series] if several else []), policy if policy == resolved else f"{policy} → {resolved}"]
         for op in ops:
             row.append(_mean_range(part[part["op"] == op]))
+        row += [share_of(shares, part, op) for op in ops] if with_peak else []
         rows.append(row)
     return {
         "title": "Bandwidth by memory placement (the AWS paper's table)",
-        "note": "GB/s, mean (min – max) over repetitions; the policy as requested → as applied.",
-        "columns": ["system", "threads", *(["series"] if several else []), "policy", *ops],
+        "note": "GB/s, mean (min – max) over repetitions; the policy as requested → as applied."
+        + (f" % of peak: the mean's. {RULE}" if with_peak else ""),
+        "columns": ["system", "threads", *(["series"] if several else []), "policy", *ops,
+                    *([f"{op} % of peak" for op in ops] if with_peak else [])],  # fmt: skip
         "rows": rows,
     }
 
@@ -148,6 +154,10 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
         "Idle latency: the random chase at its largest working set, same system and placement; "
         "loaded latency: the chase under the heaviest load measured. The source of each latency is named."
     )
+    with_peak = "lines_for_peak" in ec and ec["lines_for_peak"].notna().any()
+    if with_peak:
+        note += (" Lines for peak: the peak's GB/s × the same idle latency / line size, the concurrency reaching the "
+                 "peak would take at that latency; the share measured of it equals the traffic's share of peak.")  # fmt: skip
     if kernel == "readonly":
         systems = list(dict.fromkeys(ec["system"]))
         rows = []
@@ -155,7 +165,10 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
             row = [label]
             for system in systems:
                 mine = part[part["system"] == system]
-                row.append(_number(mine["lines_in_flight"].mean()) if not mine.empty else "–")
+                text = _number(mine["lines_in_flight"].mean()) if not mine.empty else "–"
+                if with_peak and not mine.empty and mine["lines_for_peak"].notna().any():
+                    text += f" ({percent(mine['lines_share'].mean())} of {mine['lines_for_peak'].mean():.0f} for peak)"
+                row.append(text)
             rows.append(row)
         sources = "; ".join(sorted(set(ec["latency_source"])))
         return {
@@ -173,6 +186,7 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
             _number(r.traffic_gbps, 2), _number(r.latency_ns),
             _number(r.bytes_in_flight, 0), _number(r.lines_in_flight), _number(r.lines_per_thread),
             _number(r.loaded_latency_ns), _number(r.lines_in_flight_loaded), mark[r.latency_source],
+            *([_number(r.lines_for_peak), percent(r.lines_share)] if with_peak else []),
         ]
         for r in ec.itertuples()
     ]  # fmt: skip
@@ -182,6 +196,7 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
         "columns": [
             "system", "op", "threads", "affinity", "pages", "placement", "GB/s", "traffic GB/s", "idle ns", "bytes in flight", "lines",
             "lines / thread", "loaded ns", "lines (loaded)", "idle latency",
+            *(["lines for peak", "% of it"] if with_peak else []),
         ],  # fmt: skip
         "rows": rows,
         "footnotes": [f"{mark[source]} {source}" for source in sources],
@@ -253,8 +268,9 @@ def affinity_change_table(cells: pd.DataFrame, before: str = "none", after: str 
 TABLES = {"readonly": (feature_table,), "xor": (range_table,)}
 
 
-def tables_for(kernel: str, cells: pd.DataFrame, ec: pd.DataFrame) -> list[dict]:
-    """The paper tables of one experiment, then its effective concurrency."""
+def tables_for(kernel: str, cells: pd.DataFrame, ec: pd.DataFrame, shares: pd.DataFrame | None = None) -> list[dict]:
+    """The paper tables of one experiment, its bandwidth against the peak
+    (where a system's peak is known), then its effective concurrency."""
     if cells.empty:
         return []
     tables = [make(cells) for make in TABLES.get(kernel, ())]
@@ -263,7 +279,10 @@ def tables_for(kernel: str, cells: pd.DataFrame, ec: pd.DataFrame) -> list[dict]
         if change:
             tables.append(change)
     if kernel not in ("chase", "loaded", "c2c") and cells["policy_requested"].nunique() > 1:
-        tables.append(placement_table(cells))
+        tables.append(placement_table(cells, shares))
+    against_peak = peak_table(shares) if shares is not None else None
+    if against_peak:
+        tables.append(against_peak)
     if not ec.empty and ec["latency_ns"].notna().any():  # else the concurrency section says why
         tables.append(concurrency_table(ec, kernel))
     return tables

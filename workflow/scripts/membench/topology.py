@@ -15,6 +15,8 @@ import socket
 import subprocess
 from pathlib import Path
 
+from membench.prefetchers import prefetcher_state
+from membench.peak import probe_peak
 from membench.records import write_text_atomic
 
 
@@ -237,6 +239,8 @@ def read_environment(root: Path = Path("/")) -> dict:
         "zone_reclaim_mode": int(zone_reclaim) if zone_reclaim is not None else None,
         "governor": _read(root / "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "frequency": read_frequency(root),
+        # Read, never written (numa_balancing, huge pages and THP above too).
+        "prefetchers": prefetcher_state(root),
         "compiler": compiler_version(),
         # Which scheduler job probed (None outside SLURM): on a cluster the
         # report says which node stands for the system.
@@ -245,5 +249,14 @@ def read_environment(root: Path = Path("/")) -> dict:
 
 
 def write_probe(root: str, topology_out: str, environment_out: str) -> None:
-    write_text_atomic(Path(topology_out), json.dumps(read_topology(Path(root)), indent=1) + "\n")
-    write_text_atomic(Path(environment_out), json.dumps(read_environment(Path(root)), indent=1) + "\n")
+    topology = read_topology(Path(root))
+    environment = read_environment(Path(root))
+    # The theoretical peak the firmware states (membench.peak); a captured
+    # tree has no firmware to ask.
+    environment["memory_peak"] = (
+        probe_peak(topology["packages"])
+        if Path(root) == Path("/")
+        else {"known": False, "reason": f"not probed: {root} is a captured tree, not this machine"}
+    )
+    write_text_atomic(Path(topology_out), json.dumps(topology, indent=1) + "\n")
+    write_text_atomic(Path(environment_out), json.dumps(environment, indent=1) + "\n")

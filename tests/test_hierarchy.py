@@ -1,0 +1,112 @@
+"""The hierarchy table's levels come from the sweep's plateaus, named by
+the sysfs cache sizes; what is not found is said to be not found."""
+
+import pandas as pd
+import pytest
+
+from membench import hierarchy
+
+KiB, MiB = 2**10, 2**20
+TOPOLOGY = {
+    "caches": [
+        {"level": 1, "type": "Data", "size_bytes": 48 * KiB},
+        {"level": 1, "type": "Instruction", "size_bytes": 32 * KiB},
+        {"level": 2, "type": "Unified", "size_bytes": 2 * MiB},
+        {"level": 3, "type": "Unified", "size_bytes": 32 * MiB},
+    ]
+}
+
+
+def curve(points: dict[int, float], pages="4k", system="box") -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "system": system, "kernel": "chase", "op": "random", "n_ok": 3, "policy_requested": "default", "affinity": "close", "cell": f"sweep/{pages}",
+            "pages": pages, "chase_group_requested": 256 * KiB,
+            "working_set_bytes": list(points), "ns_median": list(points.values()),
+        }
+    )  # fmt: skip
+
+
+def four_levels(noise: float = 0.0) -> dict[int, float]:
+    sweep = {}
+    for k in range(12, 31):  # 4 KiB .. 1 GiB, one point per octave
+        ws = 2**k
+        ns = 1.2 if ws <= 32 * KiB else 4.5 if ws <= 1 * MiB else 9.0 if ws <= 2 * MiB else 21 if ws <= 16 * MiB else 60 if ws <= 32 * MiB else 105
+        sweep[ws] = ns * (1 + noise * (-1) ** k)
+    return sweep
+
+
+def test_plateaus_are_flat_runs_of_two_or_more_points():
+    found = hierarchy.plateaus(list(four_levels()), list(four_levels().values()))
+    assert [(p.first_bytes, p.last_bytes, round(p.ns, 1)) for p in found] == [
+        (4 * KiB, 32 * KiB, 1.2), (64 * KiB, 1 * MiB, 4.5), (4 * MiB, 16 * MiB, 21.0), (64 * MiB, 1024 * MiB, 105.0),
+    ]  # fmt: skip
+    assert found[0].next_bytes == 64 * KiB and found[-1].next_bytes is None
+
+
+def test_levels_named_by_sysfs_sizes_with_derivation_and_cycles():
+    (table,) = hierarchy.hierarchy(curve(four_levels(noise=0.03)), {"box": TOPOLOGY}, {"box": {"ghz": 2.0, "source": "measured"}})
+    rows = {row["level"]: row["per_pages"]["4k"] for row in table["rows"]}
+    assert list(rows) == ["L1", "L2", "L3", "memory"]
+    assert rows["L1"]["ns"] == pytest.approx(1.2, rel=0.05) and rows["L1"]["cycles"] == pytest.approx(2.4, rel=0.05)
+    assert rows["memory"]["ns"] == pytest.approx(105, rel=0.05)
+    assert "plateau 64 KiB–1 MiB" in rows["L2"]["derivation"] and "sysfs 2 MiB" in rows["L2"]["derivation"]
+
+
+def test_a_level_without_plateau_is_not_found_and_memory_still_rising_is_not_found():
+    sweep = {ws: ns for ws, ns in four_levels().items() if ws <= 2 * MiB}
+    sweep.update({2**k * MiB: 12 * 1.5**k for k in range(2, 9)})  # +50 % every octave from 4 MiB to 256 MiB
+    (table,) = hierarchy.hierarchy(curve(sweep), {"box": TOPOLOGY})
+    rows = {row["level"]: row["per_pages"]["4k"] for row in table["rows"]}
+    assert rows["L3"]["ns"] is None and rows["L3"]["derivation"].startswith("no plateau found")
+    assert rows["memory"]["ns"] is None and "not found" in rows["memory"]["derivation"]
+    assert rows["L1"]["cycles"] is None  # no clock: no cycles invented
+    assert "not measured" in table["clock"]["source"]
+
+
+def test_a_second_plateau_within_a_level_is_unassigned_not_merged():
+    sweep = four_levels()
+    sweep.update({4 * MiB: 15.0, 8 * MiB: 15.5, 16 * MiB: 30.0, 32 * MiB: 31.0})  # two steps inside L3
+    (table,) = hierarchy.hierarchy(curve(sweep), {"box": TOPOLOGY})
+    levels = [row["level"] for row in table["rows"]]
+    assert "unassigned 1" in levels
+
+
+def test_page_sizes_side_by_side():
+    both = pd.concat([curve(four_levels()), curve({ws: ns * 0.9 for ws, ns in four_levels().items()}, pages="thp")])
+    (table,) = hierarchy.hierarchy(both, {"box": TOPOLOGY})
+    assert table["pages"] == ["4k", "thp"]
+    assert all(set(row["per_pages"]) == {"4k", "thp"} for row in table["rows"])
+
+
+def test_noise_and_one_stray_point_do_not_split_a_level():
+    sweep = four_levels(noise=0.08)
+    sweep[8 * KiB] = 1.2 * 1.6  # one noisy repetition inside L1
+    found = hierarchy.plateaus(list(sweep), list(sweep.values()))
+    assert [(p.first_bytes, p.last_bytes) for p in found][:2] == [(4 * KiB, 32 * KiB), (64 * KiB, 1 * MiB)]
+
+
+def test_node_matrix_gives_local_and_remote_memory_rows():
+    sweep = curve(four_levels())
+    pairs = pd.DataFrame(
+        {
+            "system": "box", "kernel": "chase", "op": "random", "n_ok": 3, "pages": "4k", "chase_group_requested": 256 * KiB,
+            "cell": ["m/00", "m/01", "m/10", "m/11"], "affinity": ["node:0", "node:0", "node:1", "node:1"],
+            "policy_requested": ["bind:0", "bind:1", "bind:0", "bind:1"], "working_set_bytes": 1024 * MiB,
+            "ns_median": [100.0, 180.0, 170.0, 110.0],
+        }
+    )  # fmt: skip
+    (table,) = hierarchy.hierarchy(pd.concat([sweep, pairs]), {"box": TOPOLOGY})
+    rows = {row["level"]: row for row in table["rows"]}
+    assert rows["local memory"]["per_pages"]["4k"]["ns"] == pytest.approx(105)
+    assert rows["remote memory"]["per_pages"]["4k"]["ns"] == pytest.approx(175)
+    assert "2 remote pairs" in rows["remote memory"]["derivations"][0]
+    assert [r["level"] for r in table["rows"]][-3:] == ["memory", "local memory", "remote memory"]
+
+
+def test_rows_without_page_size_are_shown_once_for_every_page_size():
+    both = pd.concat([curve(four_levels()), curve(four_levels(), pages="thp")])
+    extra = {"box": {"modified line, other core, same L3": {"ns": 40.0, "derivation": "c2c two_line, 3 pairs"}}}
+    (table,) = hierarchy.hierarchy(both, {"box": TOPOLOGY}, extra_rows=extra)
+    row = next(r for r in table["rows"] if r["level"].startswith("modified"))
+    assert set(row["per_pages"]) == {"4k", "thp"} and row["derivations"] == ["c2c two_line, 3 pairs"]
