@@ -62,10 +62,11 @@ test: system-deps test-deps $(STAMP)
 # the Colfax study's 27,000 repetitions, the idle latency against multichase
 # (skips without ../shared/ref/multichase), the pipeline's own cost against
 # a bare Snakefile, make compare on two 27,000-repetition studies, what
-# checking every stored record costs collect.
+# checking every stored record costs collect, cache-to-cache latency
+# against core-to-core-latency (cargo install; skips without cargo).
 bench: system-deps bench-deps $(STAMP)
 	@failed=; \
-	for bench in compare_likwid.py "compare_likwid_mixes.py --strict" oversize_skip.py figures_only.py record_validation.py "compare_multichase.py --strict" pipeline_overhead.py compare_speed.py; do \
+	for bench in compare_likwid.py "compare_likwid_mixes.py --strict" oversize_skip.py figures_only.py record_validation.py "compare_multichase.py --strict" "compare_c2c.py --strict" pipeline_overhead.py compare_speed.py; do \
 	  echo "== bench/$$bench"; $(BIN)/python bench/$$bench || failed="$$failed $${bench%% *}"; done; \
 	[ -z "$$failed" ] || { echo "off target or failed:$$failed"; exit 1; }
 

@@ -18,6 +18,7 @@ static const char *const xor_arrays[] = {"x"};
 static const char *const daxpy_arrays[] = {"x", "y"};
 static const char *const chase_arrays[] = {"chain"};
 static const char *const mix_arrays[] = {"a", "b", "c", "w31", "w21", "w11", "w21nt"};
+static const char *const c2c_arrays[] = {"pool"};
 
 const mb_family_t mb_family_table[] = {
     {.name = "stream", .narrays = 3, .array_names = stream_arrays,
@@ -51,6 +52,10 @@ const mb_family_t mb_family_table[] = {
      .validate = mb_mix_validate, .corrupt = mb_mix_corrupt,
      .description = "read:write mixes (MLC's five): inputs a = 1+j%8, b = 2+j%4, c = 3+j%2, "
                     "one output array per write op, s = 3 (exact)"},
+    {.name = "c2c", .narrays = 1, .array_names = c2c_arrays, .elem_size = 64,
+     .run = mb_c2c_run, .min_threads = 2, .pin = 1, .options = mb_c2c_options,
+     .description = "cache-to-cache latency: two pinned threads hand a line back and forth, "
+                    "every pair of the team (ns per hand-off, half the round trip)"},
 };
 const size_t mb_family_count = sizeof mb_family_table / sizeof mb_family_table[0];
 
@@ -138,6 +143,13 @@ const mb_kernel_t mb_kernel_table[] = {
      .nontemporal = 1, .cpu_feature = MIX_FEATURE,
      .description = "2 reads : 1 non-temporal write (MLC's stream-triad like), "
                     "w21nt[j] = a[j] + s*b[j]"},
+    {.family = "c2c", .op = "cas", .fn = mb_c2c_op,
+     .description = "compare-and-swap ping-pong on one line (each hand-off an atomic RFO)"},
+    {.family = "c2c", .op = "two_line", .fn = mb_c2c_op,
+     .description = "store to one line, spin loading the other: each hand-off moves a "
+                    "modified line"},
+    {.family = "c2c", .op = "clean", .fn = mb_c2c_op,
+     .description = "dependent loads of lines the other CPU just read (clean, read-shared)"},
 };
 const size_t mb_kernel_count = sizeof mb_kernel_table / sizeof mb_kernel_table[0];
 

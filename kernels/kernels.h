@@ -386,6 +386,12 @@ MB_WEAK void mb_loaded_r3w1(mb_arrays_t *A);
 MB_WEAK void mb_loaded_r2w1(mb_arrays_t *A);
 MB_WEAK void mb_loaded_r1w1(mb_arrays_t *A);
 MB_WEAK void mb_loaded_r2w1nt(mb_arrays_t *A);
+/* ---- family "c2c" (c2c.c): cache-to-cache latency between CPU pairs ---- */
+/* The table rows' fn: the family runs its own loop (mb_c2c_run); a direct
+ * call does nothing. */
+MB_WEAK void mb_c2c_op(mb_arrays_t *A);
+MB_WEAK int mb_c2c_run(mb_run_ctx_t *ctx);
+MB_WEAK extern const mb_famopt_t mb_c2c_options[];
 
 /* Contiguous share [*lo, *hi) of n elements for thread t of nt, with every
  * boundary a multiple of `unit` elements; the last thread also takes the

@@ -37,6 +37,8 @@ CONFIG = {
         "chase_sweep": {"kernel": "chase", **SMALL, "size": ["64KiB"], "sweep_from": "32KiB", "points_per_octave": 1,
                         "chase_group": ["full", "16KiB"]},
         "loaded_pair": {"kernel": "loaded", **SMALL, "threads": [2], "load_op": ["triad", "read", "r2w1nt"]},
+        "c2c_classes": {"kernel": "c2c", "ntimes": 3,
+                        "pairs_per_class": 1, "c2c_samples": 5, "c2c_roundtrips": 200},
     },
 }  # fmt: skip
 
@@ -71,7 +73,10 @@ def drift_round(tmp_path_factory):
         return -9
 
     files = {}
-    one_per_family = list({cell.kernel: cell for cell in cells}.values())
+    # every c2c cell: which pair classes this host has (and so which cells
+    # reach the harness rather than a skip) depends on its topology
+    one_per_family = list({cell.kernel: cell for cell in cells if cell.kernel != "c2c"}.values())
+    one_per_family += [cell for cell in cells if cell.kernel == "c2c"]
     for outcome, runner, measured in (("as-is", None, cells), ("corrupt", corrupt, one_per_family),
                                       ("killed", killed, one_per_family)):  # fmt: skip
         plan = rounds.plan_round(measured, "drift", 0, 1, table)

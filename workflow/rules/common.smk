@@ -13,6 +13,7 @@ sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
 from membench import (
     __version__,
+    c2c_pairs,
     config_checks,
     figure_kinds,
     matrix,
@@ -48,6 +49,12 @@ try:
 except matrix.ConfigError as error:
     raise WorkflowError(str(error)) from None
 SYSTEMS = matrix.system_names(CONFIG)
+# c2c: pairs: all is bounded at 64 CPUs (from the probed topology, else this
+# host when it measures); the dry run states the pairs each system measures.
+for _line in c2c_pairs.plan_lines(CELLS, SYSTEMS, bool(CONFIG.get("systems"))):
+    if _line.startswith("error: "):
+        raise WorkflowError(_line.removeprefix("error: "))
+    print(_line, file=sys.stderr)
 EXPERIMENTS = list(CONFIG["experiments"])
 FIGURES_ONLY = CONFIG["figures_only"]
 if FIGURES_ONLY:

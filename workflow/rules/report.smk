@@ -3,6 +3,7 @@ rule render_report:
         cells="results/summary/cells.csv",
         problems="results/summary/problems.csv",
         modes="results/summary/modes.csv",
+        c2c_classes="results/summary/c2c_classes.csv",
         figures=report_figures(),
         topology=expand("results/{system}/topology.json", system=SYSTEMS),
         environment=expand("results/{system}/environment.json", system=SYSTEMS),

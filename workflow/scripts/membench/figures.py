@@ -412,11 +412,15 @@ FIGURE_COLUMNS = [
 def plot_figure(
     kind: str, experiment: str, cells_csv: str, measurements: list[str], topology: list[str], output: str,
     modes_csv: str | None = None, environment: list[str] = (), peak_settings: dict | None = None,
-    problems_csv: str | None = None,
+    problems_csv: str | None = None, c2c_pairs_csv: str | None = None,
 ) -> None:
     plt.rcParams.update(THEME)
     name = f"{experiment}-{kind}"
-    if kind == "matrix":
+    if kind == "handoff":  # c2c
+        from membench.c2c_figures import c2c_svg
+
+        svg = c2c_svg(pd.read_csv(c2c_pairs_csv) if c2c_pairs_csv else pd.DataFrame(), experiment, name)
+    elif kind == "matrix":
         cells = pd.read_csv(cells_csv)
         problems = pd.read_csv(problems_csv or Path(cells_csv).with_name("problems.csv"))
         topologies = {Path(p).parent.name: json.loads(Path(p).read_text()) for p in topology}

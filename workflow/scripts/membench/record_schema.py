@@ -41,6 +41,7 @@ FAMILY_BLOCKS = {
     "mix": "family_bandwidth",
     "chase": "family_chase",
     "loaded": "family_loaded",
+    "c2c": "family_c2c",
 }
 V1_PAGE_BYTES = 4096  # the version-1 chase grouped 4 KiB pages
 

@@ -61,6 +61,17 @@ def cell_request(cell: Cell, system: str, repeat: int | None, variants_table: di
         "points_per_octave": cell.points_per_octave,
         "chase_group": cell.chase_group,
         "repeat": repeat,
+        # c2c only (other families' requests, and digests, stay as they were)
+        **(
+            {
+                "pair": cell.pair,
+                "pairs_per_class": cell.pairs_per_class,
+                "c2c_samples": cell.c2c_samples,
+                "c2c_roundtrips": cell.c2c_roundtrips,
+            }
+            if cell.kernel == "c2c"
+            else {}
+        ),
     }
 
 

@@ -276,11 +276,11 @@ def tables_for(kernel: str, cells: pd.DataFrame, ec: pd.DataFrame, shares: pd.Da
     if cells.empty:
         return []
     tables = [table for make in TABLES.get(kernel, ()) if (table := make(cells))]
-    if kernel not in ("chase", "loaded", "readonly"):
+    if kernel not in ("chase", "loaded", "readonly", "c2c"):
         change = affinity_change_table(cells)
         if change:
             tables.append(change)
-    if kernel not in ("chase", "loaded") and cells["policy_requested"].nunique() > 1:
+    if kernel not in ("chase", "loaded", "c2c") and cells["policy_requested"].nunique() > 1:
         tables.append(placement_table(cells, shares))
     against_peak = peak_table(shares) if shares is not None else None
     if against_peak:
