@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CORES  ?= all
 CONFIG ?= config/config.yaml
 
-.PHONY: run status test bench lint compare system-deps test-deps clean
+.PHONY: run status test bench lint compare system-deps test-deps bench-deps clean
 
 # System packages come from Debian's apt; only what is missing is installed.
 system-deps:
@@ -29,6 +29,11 @@ test-deps:
 	for tool in slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client munged:munge; do \
 	  command -v $${tool%%:*} >/dev/null || missing="$$missing $${tool#*:}"; done; \
 	[ -z "$$missing" ] || { apt-get update && apt-get install -y --no-install-recommends $$missing; }
+
+# likwid-bench, the bandwidth reference of `make bench` (Debian's package),
+# installed when missing.
+bench-deps:
+	@command -v likwid-bench >/dev/null || { apt-get update && apt-get install -y --no-install-recommends likwid; }
 
 $(STAMP): requirements.txt requirements-dev.txt requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -52,13 +57,16 @@ test: system-deps test-deps $(STAMP)
 # Speed and memory targets, each side by side in one sitting with its
 # reference (not tests: timings on shared machines are noisy); every bench
 # runs, then make fails if one was off target. likwid-bench (bandwidth;
-# skips without likwid), the oversize skip, figures-only at 64 CPUs and at
+# installed from apt when missing), the read:write mixes against the
+# likwid-bench kernels of the same read:write streams, the oversize skip, figures-only at 64 CPUs and at
 # the Colfax study's 27,000 repetitions, the idle latency against multichase
 # (skips without ../shared/ref/multichase), the pipeline's own cost against
-# a bare Snakefile, make compare on two 27,000-repetition studies.
-bench: system-deps $(STAMP)
+# a bare Snakefile, make compare on two 27,000-repetition studies, what
+# checking every stored record costs collect, cache-to-cache latency
+# against core-to-core-latency (cargo install; skips without cargo).
+bench: system-deps bench-deps $(STAMP)
 	@failed=; \
-	for bench in compare_likwid.py oversize_skip.py figures_only.py "compare_multichase.py --strict" pipeline_overhead.py compare_speed.py; do \
+	for bench in compare_likwid.py "compare_likwid_mixes.py --strict" oversize_skip.py figures_only.py record_validation.py "compare_multichase.py --strict" "compare_c2c.py --strict" pipeline_overhead.py compare_speed.py; do \
 	  echo "== bench/$$bench"; $(BIN)/python bench/$$bench || failed="$$failed $${bench%% *}"; done; \
 	[ -z "$$failed" ] || { echo "off target or failed:$$failed"; exit 1; }
 

@@ -31,7 +31,8 @@ Like with like:
 The best readonly and NT variants are chosen in the same sitting by a short
 screening run (median of --screen-runs single-thread runs per candidate).
 
-If likwid-bench is not installed, prints that and exits 0 without a result.
+If likwid-bench is not installed, says so and exits 1 (`make bench`
+installs it from Debian's apt first).
 """
 
 from __future__ import annotations
@@ -175,8 +176,8 @@ def main():
         ap.error("--pairs must be at least 5")
 
     if shutil.which("likwid-bench") is None:
-        print("skipped: likwid-bench not found; apt-get install likwid")
-        return 0
+        print("failed: likwid-bench not found (make bench installs it: apt-get install -y likwid)")
+        return 1
 
     ncpu = len(os.sched_getaffinity(0))
     threads = sorted({ncpu if t == "all" else int(t) for t in args.threads.split(",")})

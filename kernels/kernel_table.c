@@ -17,6 +17,8 @@ static const char *const readonly_arrays[] = {"a"};
 static const char *const xor_arrays[] = {"x"};
 static const char *const daxpy_arrays[] = {"x", "y"};
 static const char *const chase_arrays[] = {"chain"};
+static const char *const mix_arrays[] = {"a", "b", "c", "w31", "w21", "w11", "w21nt"};
+static const char *const c2c_arrays[] = {"pool"};
 
 const mb_family_t mb_family_table[] = {
     {.name = "stream", .narrays = 3, .array_names = stream_arrays,
@@ -44,7 +46,16 @@ const mb_family_t mb_family_table[] = {
     {.name = "loaded", .narrays = 1, .array_names = chase_arrays, .elem_size = sizeof(void *),
      .run = mb_loaded_run, .min_threads = 2, .pin = 1, .options = mb_loaded_options,
      .description = "loaded latency: the random chase on thread 0 while threads 1..N-1 "
-                    "run a bandwidth kernel (triad or read) with an injection delay"},
+                    "run a bandwidth kernel (triad, read or a read:write mix) with an injection delay"},
+    {.name = "mix", .narrays = 7, .array_names = mix_arrays,
+     .elem_size = sizeof(double), .scalar = 3.0, .init = mb_mix_init,
+     .validate = mb_mix_validate, .corrupt = mb_mix_corrupt,
+     .description = "read:write mixes (MLC's five): inputs a = 1+j%8, b = 2+j%4, c = 3+j%2, "
+                    "one output array per write op, s = 3 (exact)"},
+    {.name = "c2c", .narrays = 1, .array_names = c2c_arrays, .elem_size = 64,
+     .run = mb_c2c_run, .min_threads = 2, .pin = 1, .options = mb_c2c_options,
+     .description = "cache-to-cache latency: two pinned threads hand a line back and forth, "
+                    "every pair of the team (ns per hand-off, half the round trip)"},
 };
 const size_t mb_family_count = sizeof mb_family_table / sizeof mb_family_table[0];
 
@@ -62,6 +73,13 @@ const size_t mb_family_count = sizeof mb_family_table / sizeof mb_family_table[0
 #define STREAM_FEATURE MB_VFEATURE
 #else
 #define STREAM_FEATURE NULL
+#endif
+
+/* mix: explicit vectors at the variant's width (MB_VBITS >= 128) */
+#if MB_VBITS >= 128
+#define MIX_FEATURE MB_VFEATURE
+#else
+#define MIX_FEATURE NULL
 #endif
 
 #define MB_STR_(x) #x
@@ -99,6 +117,39 @@ const mb_kernel_t mb_kernel_table[] = {
      .description = "chase while the load threads run a[j] = b[j] + s*c[j]"},
     {.family = "loaded", .op = "read", .fn = mb_loaded_read, .reads = 1,
      .description = "chase while the load threads run sum += a[j]"},
+    {.family = "loaded", .op = "r1w0", .fn = mb_loaded_r1w0, .reads = 1,
+     .description = "chase while the load threads run mix r1w0 (all reads)"},
+    {.family = "loaded", .op = "r3w1", .fn = mb_loaded_r3w1, .reads = 3, .writes = 1,
+     .description = "chase while the load threads run mix r3w1 (3 reads : 1 write)"},
+    {.family = "loaded", .op = "r2w1", .fn = mb_loaded_r2w1, .reads = 2, .writes = 1,
+     .description = "chase while the load threads run mix r2w1 (2 reads : 1 write)"},
+    {.family = "loaded", .op = "r1w1", .fn = mb_loaded_r1w1, .reads = 1, .writes = 1,
+     .description = "chase while the load threads run mix r1w1 (1 read : 1 write)"},
+    {.family = "loaded", .op = "r2w1nt", .fn = mb_loaded_r2w1nt, .reads = 2, .writes = 1,
+     .nontemporal = 1,
+     .description = "chase while the load threads run mix r2w1nt (2 reads : 1 NT write)"},
+    {.family = "mix", .op = "r1w0", .fn = mb_mix_r1w0, .reads = 1, .cpu_feature = MIX_FEATURE,
+     .description = "all reads (1:0): sum += a[j]"},
+    {.family = "mix", .op = "r3w1", .fn = mb_mix_r3w1, .reads = 3, .writes = 1,
+     .nontemporal = MB_NT, .cpu_feature = MIX_FEATURE,
+     .description = "3 reads : 1 write, w31[j] = a[j] + b[j] + c[j]" STREAM_STORES},
+    {.family = "mix", .op = "r2w1", .fn = mb_mix_r2w1, .reads = 2, .writes = 1,
+     .nontemporal = MB_NT, .cpu_feature = MIX_FEATURE,
+     .description = "2 reads : 1 write, w21[j] = a[j] + s*b[j]" STREAM_STORES},
+    {.family = "mix", .op = "r1w1", .fn = mb_mix_r1w1, .reads = 1, .writes = 1,
+     .nontemporal = MB_NT, .cpu_feature = MIX_FEATURE,
+     .description = "1 read : 1 write, w11[j] = s*a[j]" STREAM_STORES},
+    {.family = "mix", .op = "r2w1nt", .fn = mb_mix_r2w1nt, .reads = 2, .writes = 1,
+     .nontemporal = 1, .cpu_feature = MIX_FEATURE,
+     .description = "2 reads : 1 non-temporal write (MLC's stream-triad like), "
+                    "w21nt[j] = a[j] + s*b[j]"},
+    {.family = "c2c", .op = "cas", .fn = mb_c2c_op,
+     .description = "compare-and-swap ping-pong on one line (each hand-off an atomic RFO)"},
+    {.family = "c2c", .op = "two_line", .fn = mb_c2c_op,
+     .description = "store to one line, spin loading the other: each hand-off moves a "
+                    "modified line"},
+    {.family = "c2c", .op = "clean", .fn = mb_c2c_op,
+     .description = "dependent loads of lines the other CPU just read (clean, read-shared)"},
 };
 const size_t mb_kernel_count = sizeof mb_kernel_table / sizeof mb_kernel_table[0];
 

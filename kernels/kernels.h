@@ -362,6 +362,37 @@ MB_WEAK void mb_loaded_read(mb_arrays_t *A);
 MB_WEAK int mb_loaded_run(mb_run_ctx_t *ctx);
 MB_WEAK extern const mb_famopt_t mb_loaded_options[];
 
+/* ---- family "mix" (mix.c): read:write mixes (MLC's five) ---- */
+MB_WEAK void mb_mix_r1w0(mb_arrays_t *A);
+MB_WEAK void mb_mix_r3w1(mb_arrays_t *A);
+MB_WEAK void mb_mix_r2w1(mb_arrays_t *A);
+MB_WEAK void mb_mix_r1w1(mb_arrays_t *A);
+MB_WEAK void mb_mix_r2w1nt(mb_arrays_t *A);
+MB_FAMILY_HOOKS(mix);
+/* The mix kernels as a load (family loaded): op id of a mix op name, -1
+ * if none; one block of n elements on arrays v (the op's inputs a, b, c,
+ * as many as it reads, then its output), returning the sum (r1w0) or 0;
+ * the sfence non-temporal stores need once after the last block; the
+ * initial values of elements [lo, hi) of the op's arrays; and the value
+ * element j of its array k holds before (written 0) and after (1) a pass. */
+enum { MB_MIX_R1W0, MB_MIX_R3W1, MB_MIX_R2W1, MB_MIX_R1W1, MB_MIX_R2W1NT, MB_MIX_NOPS };
+MB_WEAK int mb_mix_id(const char *op);
+MB_WEAK double mb_mix_block(int id, double *const *v, size_t n);
+MB_WEAK void mb_mix_fence(int id);
+MB_WEAK void mb_mix_fill(int id, double *const *v, size_t lo, size_t hi);
+MB_WEAK double mb_mix_expect(int id, int k, size_t j, int written);
+MB_WEAK void mb_loaded_r1w0(mb_arrays_t *A);
+MB_WEAK void mb_loaded_r3w1(mb_arrays_t *A);
+MB_WEAK void mb_loaded_r2w1(mb_arrays_t *A);
+MB_WEAK void mb_loaded_r1w1(mb_arrays_t *A);
+MB_WEAK void mb_loaded_r2w1nt(mb_arrays_t *A);
+/* ---- family "c2c" (c2c.c): cache-to-cache latency between CPU pairs ---- */
+/* The table rows' fn: the family runs its own loop (mb_c2c_run); a direct
+ * call does nothing. */
+MB_WEAK void mb_c2c_op(mb_arrays_t *A);
+MB_WEAK int mb_c2c_run(mb_run_ctx_t *ctx);
+MB_WEAK extern const mb_famopt_t mb_c2c_options[];
+
 /* Contiguous share [*lo, *hi) of n elements for thread t of nt, with every
  * boundary a multiple of `unit` elements; the last thread also takes the
  * remainder.  Families use it for both first touch and the kernel, so each

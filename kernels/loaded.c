@@ -6,7 +6,8 @@
  * --size working set (pick it DRAM-sized: >= 4 x LLC).  Threads 1..N-1 are
  * the load threads: each runs the op's bandwidth kernel over its own private
  * arrays of --size bytes each (triad: a = b + s*c on three arrays; read:
- * sum += a on one), in blocks of --delay-every cache lines per array,
+ * sum += a on one; a read:write mix r1w0, r3w1, r2w1, r1w1, r2w1nt: the
+ * kernels of mix.c on its inputs and its output), in blocks of --delay-every cache lines per array,
  * spinning --delay iterations of `pause` after every block (the injection
  * delay; 0 = flat out).  Each thread is pinned (affinity none -> the t-th
  * allowed CPU) and first-touches its own memory.
@@ -27,8 +28,9 @@
  *
  * Validation: the chase cycle before timing and again after it, and the
  * load threads' arithmetic (triad: every a[j] written so far == b[j] +
- * s*c[j], the others untouched; read: the sums of the last whole pass and of
- * the partial pass are the exact expected sums).
+ * s*c[j], the others untouched; mixes: the same for their output, and the
+ * inputs unchanged; read, r1w0: the sums of the last whole pass and of the
+ * partial pass are the exact expected sums).
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -110,8 +112,8 @@ static inline void spin(long long d)
 
 /* per load thread */
 typedef struct loader {
-    mb_mapping_t maps[3];
-    double *v[3];
+    mb_mapping_t maps[4];
+    double *v[4];
     double bytes_window;   /* bytes moved while the chaser was timed */
     double secs_window;
     long long passes;      /* whole passes completed */
@@ -132,6 +134,8 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
     const long long *opt = ctx->opt;
     int nt = ctx->threads, nload = nt - 1;
     int triad = strcmp(k->op, "triad") == 0;
+    int mix = mb_mix_id(k->op); /* a read:write mix of mix.c, or -1 */
+    int sums = k->writes == 0;  /* read, r1w0: the load returns a sum */
     int narr = k->reads + k->writes; /* the loader's own arrays */
     size_t n = ctx->size_bytes / sizeof(double);
     size_t block = (size_t)opt[OPT_EVERY] * line / sizeof(double);
@@ -153,7 +157,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
     int ok = mb_chase_verify_order(base, nl, spacing, order, pt.reason, sizeof pt.reason);
 
     loader_t *L = calloc((size_t)nload, sizeof *L);
-    mb_mapping_t *allmaps = calloc((size_t)(1 + 3 * nload), sizeof *allmaps);
+    mb_mapping_t *allmaps = calloc((size_t)(1 + 4 * nload), sizeof *allmaps);
     if (!L || !allmaps) {
         free(L), free(allmaps);
         snprintf(ctx->reason, sizeof ctx->reason, "out of memory");
@@ -201,8 +205,10 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
             } else if (t <= nload) {
                 loader_t *me = &L[t - 1];
                 /* first touch by the owner: a = 0, b = 1 + j%8, c = 2 (triad);
-                 * a = 1 + j%8 (read) */
-                for (size_t j = 0; j < n; j++) {
+                 * a = 1 + j%8 (read); mixes: mix.c's values (a = 1 + j%8) */
+                if (mix >= 0)
+                    mb_mix_fill(mix, me->v, 0, n);
+                for (size_t j = 0; j < n && mix < 0; j++) {
                     double v = (double)(1 + j % 8);
                     if (triad) {
                         me->v[0][j] = 0.0;
@@ -219,7 +225,12 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
                 double sum = 0;
                 while (me->secs_window == 0) {
                     size_t len = j + block < n ? block : n - j;
-                    if (triad)
+                    if (mix >= 0) {
+                        double *p[4] = {NULL, NULL, NULL, NULL};
+                        for (int a = 0; a < narr; a++)
+                            p[a] = me->v[a] + j;
+                        sum += mb_mix_block(mix, p, len);
+                    } else if (triad)
                         mb_kern_loaded_triad(me->v[0] + j, me->v[1] + j, me->v[2] + j,
                                              LOADED_SCALAR, len);
                     else
@@ -245,6 +256,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
                         me->bytes_window = bytes - b0;
                     }
                 }
+                mb_mix_fence(mix); /* non-temporal stores: visible before checked */
                 me->pos = j;
                 me->part_sum = sum;
             }
@@ -254,10 +266,10 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
         /* validation after the run: the cycle again, the load arithmetic */
         if (ctx->test_corrupt) {
             mb_chase_break(base, nl, spacing, order);
-            if (triad)
-                L[0].v[0][0] += 1.0;
-            else
+            if (sums)
                 L[0].part_sum += 1.0;
+            else
+                L[0].v[triad ? 0 : narr - 1][0] += 1.0;
         }
         ok = mb_chase_verify_order(base, nl, spacing, order, pt.reason, sizeof pt.reason);
         char lwhy[256] = "";
@@ -272,6 +284,18 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
                 if (j < L[l].pos)
                     prefix += v;
                 want_sum += v;
+                if (mix >= 0 && !sums) {
+                    for (int a = 0; a < narr && lok; a++) {
+                        double want = mb_mix_expect(mix, a, j, j < done);
+                        if (L[l].v[a][j] != want) {
+                            snprintf(lwhy, sizeof lwhy, "load thread %d: array %d of %s, "
+                                     "element %zu = %.17g, expected %.17g", l + 1, a, k->op,
+                                     j, L[l].v[a][j], want);
+                            lok = 0;
+                        }
+                    }
+                    continue;
+                }
                 if (!triad)
                     continue;
                 double want = j < done ? v + LOADED_SCALAR * 2.0 : 0.0;
@@ -281,7 +305,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
                     lok = 0;
                 }
             }
-            if (!triad && ((L[l].passes > 0 && L[l].last_sum != want_sum) ||
+            if (sums && ((L[l].passes > 0 && L[l].last_sum != want_sum) ||
                            L[l].part_sum != prefix)) {
                 snprintf(lwhy, sizeof lwhy, "load thread %d: sum %.17g (%lld whole passes), "
                          "partial sum %.17g over %zu elements, expected %.17g and %.17g",
@@ -357,7 +381,7 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
     ctx->emit(ctx, &pt);
 
     for (int l = 0; l < nload; l++)
-        for (int a = 0; a < 3; a++)
+        for (int a = 0; a < 4; a++)
             mb_unmap(&L[l].maps[a]);
     free(L);
     free(allmaps);

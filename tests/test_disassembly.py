@@ -7,6 +7,8 @@ and the claims of its entry in kernels/variants.yaml:
 - packed memory operations at exactly features.vector_bits in the hot loop
   and never wider anywhere in the kernel (64 = scalar: none packed at all;
   0 = the compiler's choice: not checked);
+- mix: the hot loop loads from exactly as many streams as the op's name
+  says it reads and stores to as many as it writes (no read elided);
 - readonly: the hot loop adds into exactly features.partial_sums distinct
   registers, and (when the loop addresses all streams from one base
   register) its loads span features.pages_per_loop 4 KiB pages.
@@ -24,7 +26,7 @@ from functools import lru_cache
 import pytest
 
 from membench import variants
-from test_variants import OWN, TABLE, binary, build_all
+from test_variants import OWN, TABLE, binary, build_all, op_nontemporal
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["which", "objdump"], capture_output=True).returncode != 0,
@@ -132,8 +134,9 @@ def test_kernel_code_matches_its_table_entry(binaries, family, variant, op):
         f"sw_prefetch={feat.get('sw_prefetch')}"
 
     has_nt = bool(mnems & NT_STORES)
-    assert has_nt is bool(feat.get("nt_stores", False)), \
-        f"non-temporal stores {sorted(mnems & NT_STORES)}, table says nt_stores={feat.get('nt_stores')}"
+    want_nt = op_nontemporal(family, variant, op)
+    assert has_nt is want_nt, \
+        f"non-temporal stores {sorted(mnems & NT_STORES)}, table says {want_nt} for {op}"
 
     loop = hot_loop(insns)
     assert loop, f"no loop with vector/FP memory operations in {sorted(funcs)}"
@@ -152,6 +155,13 @@ def test_kernel_code_matches_its_table_entry(binaries, family, variant, op):
         if bits:
             assert nt_widths == {bits}, f"non-temporal stores at {nt_widths}, table says {bits}"
 
+    if family == "mix":
+        loads, stores = streams(loop)
+        want = tuple(int(x) for x in re.fullmatch(r"r(\d)w(\d)(nt)?", op).groups()[:2])
+        assert (len(loads), len(stores)) == want, \
+            f"hot loop loads from {sorted(loads)} and stores to {sorted(stores)}: " \
+            f"{len(loads)} read and {len(stores)} write streams, {op} says {want}"
+
     if family == "readonly":
         adds = [(m, o) for _, m, o in loop if m in FP_ADDS]
         dests = {o.split(",")[-1] for _, o in adds}
@@ -162,6 +172,23 @@ def test_kernel_code_matches_its_table_entry(binaries, family, variant, op):
             pages = span // 4096 + 1
             assert pages == max(1, feat["pages_per_loop"]), \
                 f"hot loop loads span {pages} pages, table says {feat['pages_per_loop']} per loop"
+
+
+MEM = re.compile(r"(-?0x[0-9a-f]+)?\((%\w+)?(?:,(%\w+))?(?:,\d)?\)")
+
+
+def streams(loop):
+    """The base registers of the vector memory operands of a loop (one per
+    stream: gcc may step one stream through two index registers when it
+    unrolls), split into loads (the memory operand is a source) and stores
+    (it is the destination, the last operand in AT&T syntax)."""
+    loads, stores = set(), set()
+    for _, mnem, ops in loop:
+        m = MEM.search(ops)
+        if not m or mnem.startswith("prefetch") or not VREG.search(ops):
+            continue
+        (stores if ops.endswith(")") else loads).add(m.group(2))
+    return loads, stores
 
 
 def _imm(text):

@@ -136,7 +136,7 @@ def test_records_follow_the_contract(harness):
         for key, typ in OK_TYPES.items():
             assert key in r, key
             assert isinstance(r[key], typ), (key, r[key])
-        assert r["schema"] == 1
+        assert r["schema"] == 2
         assert r["kernel"] == "stream" and r["variant"] == "default"
         assert r["system"] == "testbox" and r["repeat"] == 4
         assert r["status"] == "ok" and r["valid"] is True

@@ -39,7 +39,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 
-from membench import measure, topology  # noqa: E402
+from membench import c2c_pairs, measure, topology  # noqa: E402
 from numa_guest import guest, image  # noqa: E402
 
 SIZE = 1 << 20  # bytes per array: 256 pages of 4 KiB, 768 sampled in all
@@ -357,3 +357,57 @@ def test_placement_classes_read_the_guest_topology(smt_booted):
     assert (spread["threads_per_node"], spread["smt_shared_cores"], spread["node_imbalance"]) == ("2+2", 0, 0)
     assert close["page_locality"] == spread["page_locality"] == "local"  # parallel first touch
     assert classes("spread_all")["smt_shared_cores"] == 4
+
+
+# ------------------------------------------- cache-to-cache pair classes
+# The same SMT guest: CPUs 0,1 are SMT siblings (core 0 of socket 0), 0,2
+# cores of socket 0 (QEMU gives each core its own L2 and each socket one
+# L3: same_l3, the same package), 0,4 sockets 0 and 1. Each sampled class's
+# pair is resolved from the probed guest topology as the pipeline does and
+# measured by the c2c harness inside the guest; the classes the records get
+# (membench.c2c_pairs.pair_keys) must be those the layout says, by hand.
+C2C_SPECS = ("smt:0", "same_l3:0", "other_package:0")
+
+
+@pytest.fixture(scope="module")
+def c2c_booted(guest_parts, smt_booted):
+    _, base, work = guest_parts
+    kernel = guest_parts[0]
+    layout, topo, _ = smt_booted
+    binary = image.build_harness(work / "harness-c2c", family="c2c")
+    allowed = [c["cpu"] for c in topo["cpus"]]
+    argvs, requests = [], {}
+    for spec in C2C_SPECS:
+        req = measure.Request(
+            system="guest-smt", kernel="c2c", variant="default", ops=("cas", "two_line"), threads=2,
+            affinity="none", policy="default", pages="4k", init="parallel", size=SIZE, ntimes=NTIMES, repeat=0,
+            pair=spec, pairs_per_class=1, c2c_samples=3, c2c_roundtrips=200,
+        )  # fmt: skip
+        resolved, reason = measure.resolve(req, topo, allowed)
+        assert reason is None, (spec, reason)
+        requests[spec] = req
+        argvs.append(measure.harness_argv("/bin/harness-c2c", req, resolved))
+    run = guest.boot(layout, argvs, kernel=kernel, base_initrd=base, workdir=work / "c2c", binaries={"harness-c2c": binary})
+    assert run.done and run.returncode == 0, run.explain()
+    records = {}
+    for index, spec in enumerate(C2C_SPECS, start=1):
+        assert run.exit_codes.get(index) == 0, (spec, run.cases.get(index), run.stderr.get(index))
+        records[spec] = [{**r, **c2c_pairs.pair_keys(r, topo, spec)} for r in run.records[index]]
+    return layout, topo, records
+
+
+def test_c2c_classes_in_the_smt_guest(c2c_booted):
+    layout, topo, records = c2c_booted
+    # every class of the guest: SMT siblings, the same package (one L3) and the other package
+    assert {c for c, pairs in c2c_pairs.pairs_by_class(topo).items() if pairs} == {"smt", "same_l3", "other_package"}
+    for spec, recs in records.items():
+        assert [r["op"] for r in recs] == ["cas", "two_line"]
+        for r in recs:
+            a, b = r["cpu_a"], r["cpu_b"]
+            (sa, ca, _), (sb, cb, _) = layout.socket_core_thread(a), layout.socket_core_thread(b)
+            by_hand = "smt" if (sa, ca) == (sb, cb) else "same_l3" if sa == sb else "other_package"
+            assert r["pair_class"] == by_hand == spec.partition(":")[0], r
+            assert (r["cpu_a_ran"], r["cpu_b_ran"]) == (a, b) and r["cpus"] == [a, b]
+            assert (r["cpu_a_package"], r["cpu_b_package"]) == (sa, sb)
+            assert r["status"] == "ok" and r["valid"] and r["handoffs"] == r["handoffs_expected"], r
+            assert r["handoff_ns"] > 0

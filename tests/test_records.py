@@ -7,10 +7,16 @@ import pytest
 from membench import records
 
 OK = {
-    "schema": 1, "system": "s", "kernel": "stream", "variant": "default", "op": "triad", "threads": 2,
+    "schema": 2, "system": "s", "kernel": "stream", "variant": "default", "op": "triad", "threads": 2,
     "affinity": "close", "policy": "default", "pages": "4k", "init": "parallel", "size_bytes": 4096,
-    "repeat": 0, "status": "ok", "reason": None, "gbps": 10.0, "valid": True, "cpus": [0, 1],
-    "page_nodes": {"0": 1.0}, "hugepage_fraction": 0.0, "t_start": 1.0, "t_end": 2.0,
+    "array_elements": 512, "arrays": 3, "ntimes": 3, "repeat": 0, "status": "ok", "reason": None,
+    "gbps": 10.0, "gbps_mean": 9.0, "gbps_wa": 13.0, "bytes_per_iter": 12288, "bytes_per_iter_wa": 16384,
+    "nontemporal": False, "prefetch_distance": None, "cpu_feature": None, "seconds": [0.1, 0.1],
+    "valid": True, "max_rel_error": 0.0, "cpus": [0, 1], "cpus_start": [0, 1], "cpu_nodes": [0, 0],
+    "migrated": False, "cpus_bound": [0, 1], "page_nodes": {"0": 1.0}, "pages_sampled": 3,
+    "hugepage_fraction": 0.0, "t_start": 1.0, "t_end": 2.0, "timer_resolution_ns": 1,
+    "timer_granularity_ns": 30, "min_ticks": 1000.0, "host": "h", "pid": 7, "compiler": "gcc",
+    "cflags": "-O3", "harness_version": "1", "omp_proc_bind": None, "omp_places": None,
 }  # fmt: skip
 
 
@@ -21,13 +27,16 @@ def test_a_complete_ok_record_keeps_the_contract():
 @pytest.mark.parametrize(
     ("change", "fragment"),
     [
-        ({"gbps": None, "ns_per_load": None}, "without gbps"),
-        ({"valid": False}, "did not validate"),
+        ({"gbps": None}, "gbps=None"),
+        ({"gbps": -1.0}, "gbps=-1.0"),
+        ({"valid": False}, "must have validated"),
         ({"threads": "2"}, "threads='2'"),
         ({"valid": 1}, "valid=1"),
-        ({"status": "maybe", "reason": "x"}, "status 'maybe'"),
+        ({"cpus": [0, -1]}, "cpus[1]=-1"),
+        ({"hugepage_fraction": 1.5}, "hugepage_fraction=1.5"),
+        ({"status": "maybe", "reason": "x"}, "status='maybe'"),
         ({"status": "failed", "reason": None}, "must say why"),
-        ({"schema": 99}, "schema 99"),
+        ({"schema": 99}, "version 99 is newer than this membench's 2"),
     ],
 )
 def test_broken_records_are_named(change, fragment):
@@ -39,11 +48,13 @@ def test_broken_records_are_named(change, fragment):
 def test_missing_keys_are_listed():
     record = dict(OK)
     del record["cpus"], record["policy"]
-    assert {"missing cpus", "missing policy"} <= set(records.contract_problems(record))
+    assert {"'cpus' is missing", "'policy' is missing"} <= set(records.contract_problems(record))
 
 
 def test_skipped_records_need_no_measurements():
-    skipped = {k: OK[k] for k in records.CONTRACT} | {"status": "skipped", "reason": "no node 1"}
+    required = ("schema", "system", "kernel", "variant", "op", "threads", "affinity", "policy", "pages", "init",
+                "size_bytes", "repeat", "t_start", "t_end")  # fmt: skip
+    skipped = {k: OK[k] for k in required} | {"status": "skipped", "reason": "no node 1"}
     assert records.contract_problems(skipped) == []
 
 

@@ -98,7 +98,11 @@ def bench(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     starts = tmp_path / "starts"
-    fake_harness(bin_dir / "stream-default", f'echo x >> {starts}; echo \'{{"status": "ok", "affinity": "close"}}\'')
+    # (the file `stop` beside it makes it stop as by SIGTERM, the same binary)
+    fake_harness(
+        bin_dir / "stream-default",
+        f'echo x >> {starts}; [ -e {tmp_path / "stop"} ] && kill -TERM $$; echo \'{{"status": "ok", "affinity": "close"}}\'',
+    )
     topology = tmp_path / "topology.json"
     topology.write_text(json.dumps(TOPOLOGY))
     old = time.time() - 100  # inputs older than anything measured
@@ -124,14 +128,18 @@ def test_a_rerun_keeps_what_is_stored_and_measures_what_changed(bench):
     assert len(first["measured"]) == len(cells) == started() == 4
     again = run(cells)
     assert again["measured"] == [] and sorted(again["kept"]) == sorted(first["runs"]) and started() == 4
-    # ntimes changed: every request changed, all measured again
-    assert len(run(cells_of(threads=(1, 2), ntimes=5))["measured"]) == 4
+    # ntimes changed: every request changed, all measured again, the old files moved aside
+    edited = run(cells_of(threads=(1, 2), ntimes=5))
+    assert len(edited["measured"]) == 4 and len(edited["superseded"]) == 4
     # a new cell: only it
     grown = run(cells_of(threads=(1, 2, 4), ntimes=5))
     assert len(grown["measured"]) == 2 and len(grown["kept"]) == 4
-    # a rebuilt binary is newer than every stored repetition
+    # a touched binary is the same binary (identity by content)
     time.sleep(0.01)
     binary.touch()
+    assert len(run(cells_of(threads=(1, 2, 4), ntimes=5))["measured"]) == 0
+    # a binary whose content changed measures everything again
+    binary.write_text(binary.read_text() + "# rebuilt\n")
     assert len(run(cells_of(threads=(1, 2, 4), ntimes=5))["measured"]) == 6
     records = [json.loads(line) for f in grown["runs"] for line in Path(f).read_text().splitlines()]
     assert len({r["request_digest"] for r in records}) == 6  # one request per repetition
@@ -143,8 +151,7 @@ def test_a_stopped_harness_stores_nothing_and_what_came_before_stays(bench, tmp_
     stored = run(cells)["runs"]
     before = {f: Path(f).read_bytes() for f in stored}
     Path(stored[2]).unlink()
-    fake_harness(binary, f"echo x >> {tmp_path / 'starts'}; kill -TERM $$")
-    os.utime(binary, (time.time() - 100,) * 2)  # not a rebuilt binary: only the missing one runs
+    (tmp_path / "stop").touch()  # the same binary: only the missing one runs
     with pytest.raises(stopping.Stopped, match="SIGTERM"):
         run(cells)
     assert not Path(stored[2]).exists()

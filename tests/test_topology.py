@@ -60,11 +60,38 @@ def test_parse_size_text():
 def test_two_socket_tree(two_sockets):
     topo = topology.read_topology(two_sockets)
     assert (len(topo["cpus"]), topo["cores"], topo["packages"]) == (8, 4, 2)
-    assert topo["cpus"][5] == {"cpu": 5, "core": 0, "package": 1, "node": 1, "siblings": [4, 5]}
+    # the tree gives only cpu0 caches: no cache ids for CPU 5
+    assert topo["cpus"][5] == {"cpu": 5, "core": 0, "package": 1, "node": 1, "siblings": [4, 5], "l2_id": None, "l3_id": None}
+    # cpu0: no sysfs id files here, so the first CPU of each cache's shared list
+    assert (topo["cpus"][0]["l2_id"], topo["cpus"][0]["l3_id"]) == (0, 0)
     assert [n["distances"] for n in topo["nodes"]] == [[10, 21], [21, 10]]
     assert topo["nodes"][1]["memory_bytes"] == 65536000 * 1024
     assert topo["llc_bytes"] == 30 * 2**20 and topo["line_bytes"] == 64
     assert topo["cpu_model"] == "Fake Xeon" and "avx512f" in topo["cpu_flags"]
+
+
+def test_cache_ids_name_the_l2_and_l3(two_sockets):
+    """sysfs's cache id when present, for the c2c classes (membench.c2c_pairs)."""
+    for cpu in range(8):
+        for index, (level, cache_id) in enumerate([(2, cpu // 2), (3, 10 + cpu // 4)]):
+            d = two_sockets / f"sys/devices/system/cpu/cpu{cpu}/cache/index{5 + index}"
+            write(d / "level", f"{level}\n"), write(d / "type", "Unified\n"), write(d / "id", f"{cache_id}\n")
+    cpus = topology.read_cpus(two_sockets)
+    assert [(c["l2_id"], c["l3_id"]) for c in cpus] == [(c // 2, 10 + c // 4) for c in range(8)]
+
+
+def test_frequency_from_cpuinfo_or_cpufreq(two_sockets):
+    freq = topology.read_frequency(two_sockets)
+    assert freq["source"] is None and freq["mhz_median"] is None  # neither in the tree
+    write(two_sockets / "proc/cpuinfo", "cpu MHz\t\t: 2600.000\ncpu MHz\t\t: 2400.000\n")
+    assert topology.read_frequency(two_sockets)["mhz_min"] == 2400.0
+    for cpu, khz in enumerate([3000000, 1200000, 3100000]):
+        d = two_sockets / f"sys/devices/system/cpu/cpu{cpu}/cpufreq"
+        write(d / "scaling_cur_freq", f"{khz}\n"), write(d / "scaling_governor", "performance\n")
+        write(d / "scaling_max_freq", "3500000\n")
+    freq = topology.read_frequency(two_sockets)
+    assert (freq["source"], freq["mhz_min"], freq["mhz_median"], freq["mhz_max"]) == ("scaling_cur_freq", 1200, 3000, 3100)
+    assert freq["governors"] == ["performance"] and freq["scaling_max_freq_mhz"] == 3500
 
 
 def test_environment_of_the_tree(two_sockets):

@@ -121,7 +121,8 @@ def test_two_socket_smt(tree):
     assert node[0]["memory_bytes"] == 97406268 * 1024 and node[1]["memory_bytes"] == 99034172 * 1024
     cpus = by_cpu(topo)
     assert cpus[5]["siblings"] == cpus[37]["siblings"] == [5, 37]
-    assert cpus[20] == {"cpu": 20, "core": 4, "package": 1, "node": 1, "siblings": [20, 52]}
+    assert cpus[20] == {"cpu": 20, "core": 4, "package": 1, "node": 1, "siblings": [20, 52],
+                        "l2_id": None, "l3_id": None}  # the fixture describes cpu0's caches only
     # Core ids have gaps (0-6, 8-14, 16-17): cores are counted, not read off the largest id.
     assert {cpus[c]["core"] for c in range(16)} == {*range(0, 7), *range(8, 15), 16, 17}
     assert topo["llc_bytes"] == 22 * 2**20

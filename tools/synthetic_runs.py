@@ -35,7 +35,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from membench import SCHEMA_VERSION, config_checks, matrix, variants  # noqa: E402
+from membench import SCHEMA_VERSION, config_checks, matrix, rounds, variants  # noqa: E402
 
 OPS = {"copy": (2, 3), "scale": (2, 3), "add": (3, 4), "triad": (3, 4)}  # arrays moved, with write-allocate
 CORE_GBPS = 11.0  # one thread alone on a core
@@ -192,11 +192,14 @@ def plant_for(cell: matrix.Cell, threads: int) -> tuple[str, float] | None:
     return PLANTS.get((cell.affinity, threads))
 
 
-def one_run(cell: matrix.Cell, machine: Machine, system: str, repeat: int, clock: list[float], features: dict) -> list[dict]:
-    """The records of one repetition: one per op, sharing the placement."""
+def one_run(cell: matrix.Cell, machine: Machine, system: str, repeat: int, clock: list[float], table: dict) -> list[dict]:
+    """The records of one repetition: one per op, sharing the placement,
+    with every key the harness and membench write (record.schema.yaml)."""
     rng = random.Random(f"{cell.id}/{repeat}")
     threads = resolve_threads(cell.threads, machine)
     size = cell.size if isinstance(cell.size, int) else 4 * 32 * 2**20
+    features = variants.features(table, cell.kernel, cell.variant)
+    request = rounds.cell_request(cell, system, repeat, table)
     base = {
         "schema": SCHEMA_VERSION, "system": system, "experiment": cell.experiment, "cell": cell.id,
         "kernel": cell.kernel, "variant": cell.variant, "threads_requested": cell.threads, "threads": threads,
@@ -205,6 +208,9 @@ def one_run(cell: matrix.Cell, machine: Machine, system: str, repeat: int, clock
         "size_bytes": size, "size_requested": cell.size, "repeat": repeat, "load_delay_requested": 0,
         "prefetch_distance_requested": "variant", "ntimes": cell.ntimes, "features": features,
         "host": system, "node_name": system, "membench_version": "synthetic", "synthetic": True,
+        "request_digest": rounds.digest(request), "affinity_resolved": cell.affinity,
+        "memory_nodes": list(range(machine.packages)), "chase_group_requested": None, "t_start": clock[0],
+        "t_end": clock[0],
     }  # fmt: skip
     if threads > machine.ncpus:
         reason = f"{threads} threads requested but only {machine.ncpus} CPUs are available"
@@ -237,11 +243,15 @@ def one_run(cell: matrix.Cell, machine: Machine, system: str, repeat: int, clock
         records.append(
             {
                 **base, "op": op, "status": "ok", "reason": None, "valid": True, "max_rel_error": 0.0,
-                "gbps": gbps, "gbps_wa": gbps * arrays_wa / arrays, "seconds": [seconds] * (cell.ntimes - 1),
-                "cpus": cpus, "cpus_start": start, "cpus_bound": bound, "cpu_nodes": nodes,
-                "affinity_resolved": cell.affinity, "page_nodes": shares, "pages_sampled": 768,
-                "hugepage_fraction": 0.0, "migrated": start != cpus, "memory_nodes": list(range(machine.packages)),
-                "t_start": t_start, "t_end": clock[0],
+                "gbps": gbps, "gbps_mean": gbps * 0.98, "gbps_wa": gbps * arrays_wa / arrays,
+                "seconds": [seconds] * (cell.ntimes - 1), "array_elements": size // 8, "arrays": 3,
+                "bytes_per_iter": arrays * size, "bytes_per_iter_wa": arrays_wa * size, "nontemporal": False,
+                "prefetch_distance": None, "cpu_feature": None, "cpus": cpus, "cpus_start": start,
+                "cpus_bound": bound, "cpu_nodes": nodes, "page_nodes": shares, "pages_sampled": 768,
+                "hugepage_fraction": 0.0, "migrated": start != cpus, "t_start": t_start, "t_end": clock[0],
+                "timer_resolution_ns": 1, "timer_granularity_ns": 30, "min_ticks": seconds * 1e9 / 30,
+                "pid": 1000 + repeat, "compiler": "synthetic", "cflags": "-O3", "harness_version": "synthetic",
+                "omp_proc_bind": None, "omp_places": None,
             }
         )  # fmt: skip
     return records
@@ -281,14 +291,13 @@ def write_study(config_path: Path, machine: Machine, out: Path, system: str, rep
     for cell in cells:
         if cell.kernel != "stream":
             raise SystemExit(f"synthetic runs model the stream kernel only, not {cell.kernel} ({cell.id})")
-        features = variants.features(table, cell.kernel, cell.variant)
         threads = resolve_threads(cell.threads, machine)
         if plant_for(cell, threads):
             planted[cell.id] = plant_for(cell, threads)[0]
         for repeat in range(cell.repeats):
             path = run_path(results, system, cell, repeat)
             path.parent.mkdir(parents=True, exist_ok=True)
-            records = one_run(cell, machine, system, repeat, clock, features)
+            records = one_run(cell, machine, system, repeat, clock, table)
             path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
     return planted
 

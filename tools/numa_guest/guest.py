@@ -246,6 +246,7 @@ def boot(
     workdir: Path,
     dump_sysfs: bool = False,
     timeout: float = 90,
+    binaries: dict[str, Path] | None = None,
 ) -> GuestRun:
     """Boot the guest once, run each case (harness argv) inside, power off.
     QEMU is killed (its whole process group) on timeout or any error."""
@@ -254,7 +255,7 @@ def boot(
     base = base_initrd.read_bytes()
     # The kernel unpacks concatenated archives; an uncompressed one must start
     # on a 4-byte boundary (zero padding between archives is skipped).
-    initrd.write_bytes(base + b"\0" * (-len(base) % 4) + cases_cpio(cases, dump_sysfs))
+    initrd.write_bytes(base + b"\0" * (-len(base) % 4) + cases_cpio(cases, dump_sysfs, binaries))
     console, data = workdir / f"console-{layout.name}.log", workdir / f"data-{layout.name}.log"
     for path in (console, data):
         path.write_text("")

@@ -204,9 +204,9 @@ def guest_compile_argv(
     return [*argv, "-static"]
 
 
-def build_harness(output: Path, kernel_dir: Path = REPO / "kernels") -> Path:
+def build_harness(output: Path, kernel_dir: Path = REPO / "kernels", family: str = "stream") -> Path:
     output.parent.mkdir(parents=True, exist_ok=True)
-    built = _run(guest_compile_argv(output, kernel_dir))
+    built = _run(guest_compile_argv(output, kernel_dir, family))
     if built.returncode != 0:
         raise RuntimeError(f"guest harness build failed:\n{built.stderr}")
     return output
@@ -227,8 +227,8 @@ for c in sys/devices/system/cpu/cpu[0-9]*; do
   dump $c/topology/core_id $c/topology/physical_package_id $c/topology/die_id $c/topology/thread_siblings_list
   for n in $c/node[0-9]*; do [ -e "$n" ] && echo "@@DIR $n"; done
 done
-for i in sys/devices/system/cpu/cpu0/cache/index[0-9]*; do
-  dump $i/level $i/type $i/size $i/coherency_line_size $i/shared_cpu_list
+for i in sys/devices/system/cpu/cpu[0-9]*/cache/index[0-9]*; do
+  dump $i/level $i/type $i/size $i/coherency_line_size $i/shared_cpu_list $i/id
 done
 for n in sys/devices/system/node/node[0-9]*; do
   dump $n/cpulist $n/distance $n/meminfo
@@ -255,7 +255,9 @@ while IFS= read -r line; do
   i=$((i+1))
   echo "@@CASE $i $line" >&3
   eval "set -- $line"
-  /bin/harness "$@" >/tmp/out 2>/tmp/err
+  bin=/bin/harness
+  case "$1" in /bin/harness-*) bin=$1; shift;; esac
+  $bin "$@" >/tmp/out 2>/tmp/err
   rc=$?
   while IFS= read -r rec; do echo "@@RECORD $i $rec"; done </tmp/out >&3
   while IFS= read -r msg; do echo "@@STDERR $i $msg"; done </tmp/err >&3
@@ -315,11 +317,14 @@ def base_initramfs(harness: Path, busybox: str, cache: Path | None = None) -> Pa
     return out
 
 
-def cases_cpio(cases: list[list[str]], dump_sysfs: bool) -> bytes:
+def cases_cpio(cases: list[list[str]], dump_sysfs: bool, binaries: dict[str, Path] | None = None) -> bytes:
     """An uncompressed cpio appended to the base initramfs (the kernel unpacks
-    concatenated archives): the harness argument lists, one per line."""
+    concatenated archives): the harness argument lists, one per line. A case
+    whose first word is /bin/harness-<name> runs that binary, one of
+    `binaries` ({"harness-c2c": path}), instead of /bin/harness."""
     text = "".join(shlex.join(argv) + "\n" for argv in cases)
     entries = [("cases/list", 0o100644, text.encode())]
+    entries += [(f"bin/{name}", 0o100755, Path(path).read_bytes()) for name, path in (binaries or {}).items()]
     if dump_sysfs:
         entries.append(("cases/dump_sysfs", 0o100644, b"1\n"))
     return cpio_newc(entries)

@@ -11,6 +11,9 @@ rule collect_runs:
         "../../envs/python.yaml"
     resources:
         machine=1,
+    params:
+        experiments=CONFIG["experiments"],
+        variants=str(VARIANTS_FILE),
     script:
         "../scripts/collect_runs.py"
 
@@ -23,6 +26,8 @@ rule analyse_measurements:
         cells="results/summary/cells.csv",
         problems="results/summary/problems.csv",
         modes="results/summary/modes.csv",
+        c2c_classes="results/summary/c2c_classes.csv",
+        c2c_pairs="results/summary/c2c_pairs.csv",
     log:
         "logs/analyse_measurements.log",
     conda:
@@ -38,6 +43,7 @@ rule plot_figure:
         cells="results/summary/cells.csv",
         problems="results/summary/problems.csv",
         modes="results/summary/modes.csv",
+        c2c_pairs="results/summary/c2c_pairs.csv",
         measurements=expand("results/{system}/measurements.csv", system=SYSTEMS),
         topology=expand("results/{system}/topology.json", system=SYSTEMS),
         environment=expand("results/{system}/environment.json", system=SYSTEMS),

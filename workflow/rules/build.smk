@@ -3,7 +3,10 @@
 # <kernel>-<variant> is then unambiguous.
 rule build_kernel:
     input:
-        sources=variants.source_paths(VARIANTS, KERNEL_DIR),
+        # the harness and the family's own files only (variants.yaml)
+        sources=lambda wildcards: variants.source_paths(
+            VARIANTS, KERNEL_DIR, wildcards.kernel
+        ),
         headers=variants.header_paths(VARIANTS, KERNEL_DIR),
     output:
         "bin/{system}/{kernel}-{variant}",

@@ -1,6 +1,7 @@
 # Validation and input functions only; no rules here.
 import hashlib
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -12,16 +13,28 @@ sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
 from membench import (
     __version__,
+    c2c_pairs,
     config_checks,
     figure_kinds,
     matrix,
     node_pairs,
     rounds,
     stopping,
+    stored,
     variants,
 )  # noqa: E402
 
-KERNEL_DIR = REPO / "kernels"
+
+# Rule inputs and commands name the checkout's files relative to the
+# working directory, never by absolute path: a moved or copied checkout
+# (results and all) then gives Snakemake the same inputs and commands, and
+# compilers embed the same names. (Identity of what is stored is by
+# content, membench.identity; README, "Everyday use".)
+def from_workdir(path):
+    return Path(os.path.relpath(path))
+
+
+KERNEL_DIR = from_workdir(REPO / "kernels")
 VARIANTS_FILE = KERNEL_DIR / "variants.yaml"
 VARIANTS = variants.load_variants(VARIANTS_FILE)
 if not config:
@@ -36,13 +49,30 @@ try:
 except matrix.ConfigError as error:
     raise WorkflowError(str(error)) from None
 SYSTEMS = matrix.system_names(CONFIG)
+# c2c: pairs: all is bounded at 64 CPUs (from the probed topology, else this
+# host when it measures); the dry run states the pairs each system measures.
+for _line in c2c_pairs.plan_lines(CELLS, SYSTEMS, bool(CONFIG.get("systems"))):
+    if _line.startswith("error: "):
+        raise WorkflowError(_line.removeprefix("error: "))
+    print(_line, file=sys.stderr)
 EXPERIMENTS = list(CONFIG["experiments"])
 FIGURES_ONLY = CONFIG["figures_only"]
+if FIGURES_ONLY:
+    # Stored results are checked, not trusted: damaged or missing system
+    # files stop the run here, by name, before any job (membench.stored).
+    _SYSTEM_FILE_PROBLEMS = [
+        problem
+        for system in SYSTEMS
+        for problem in stored.system_file_problems(f"results/{system}")
+    ]
+    if _SYSTEM_FILE_PROBLEMS:
+        raise WorkflowError(stored.system_files_message(_SYSTEM_FILE_PROBLEMS))
 
 
 wildcard_constraints:
     system=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     round=r"[0-9]+",
+    study=r"[0-9a-f]{12}",
     experiment=r"[a-z][a-z0-9_]*",
     kind=r"[a-z]+",
 
@@ -50,13 +80,13 @@ wildcard_constraints:
 # The package the analysis rules run: an edit re-runs tables, figures and
 # report (never a measurement: measure rules do not list it).
 PACKAGE_SOURCES = sorted(
-    str(p) for p in (REPO / "workflow/scripts/membench").glob("*.py")
+    str(from_workdir(p)) for p in (REPO / "workflow/scripts/membench").glob("*.py")
 )
 
 
 ROUNDS = rounds.round_count(CELLS)
 ROUND_INPUTS = rounds.RoundInputs(CONFIG, CELLS)
-MEASURE_ROUND = REPO / "workflow" / "scripts" / "measure_round.py"
+MEASURE_ROUND = from_workdir(REPO / "workflow" / "scripts" / "measure_round.py")
 # The measure job's command: its rule's conda env under --sdm conda, else
 # the interpreter running Snakemake (a shell job's PATH may lack the venv).
 MEASURE_COMMAND = shlex.join(
@@ -78,7 +108,10 @@ def stored_runs(wildcards):
     lists its repetition files); in figures-only mode, the repetition files
     that are stored."""
     if not FIGURES_ONLY:
-        return [f"results/{wildcards.system}/rounds/r{k}.json" for k in range(ROUNDS)]
+        return [
+            f"results/{wildcards.system}/rounds/r{k}-{ROUND_INPUTS.study_digest(k)}.json"
+            for k in range(ROUNDS)
+        ]
     probe = Path(f"results/{wildcards.system}/topology.json")
     cells = node_pairs.expand_pairs(
         CELLS, json.loads(probe.read_text()) if probe.exists() else None

@@ -3,9 +3,10 @@
 # process whose file (results/<system>/runs/<cell>/r<k>.jsonl) is written
 # atomically as soon as it is measured. The job's output is the round's
 # manifest; the repetition files are not outputs, so Snakemake never deletes
-# one, and the job keeps those already stored for the same request: adding
-# a repeat, a cell or rerunning after an interruption measures only what is
-# missing. The machine=100 resource (limit 100 in profiles/default) keeps
+# one, and the job keeps those already stored for the same request, binary
+# and machine, judged by content (membench.identity): adding a repeat, a
+# cell, rerunning after an interruption, a move or --forceall measures only
+# what is missing. The machine=100 resource (limit 100 in profiles/default) keeps
 # measurements from ever overlapping each other or any other job. A plain
 # command, not a script: no Snakemake starts inside the job.
 rule measure_round:
@@ -13,9 +14,11 @@ rule measure_round:
         binaries=round_binaries,
         topology="results/{system}/topology.json",
     output:
-        "results/{system}/rounds/r{round}.json",
+        # named by the round's study too: another config's manifests in
+        # the same results folder are never this job's outputs
+        "results/{system}/rounds/r{round}-{study}.json",
     log:
-        "logs/measure_round/{system}/r{round}.log",
+        "logs/measure_round/{system}/r{round}-{study}.log",
     conda:
         "../../envs/python.yaml"
     resources:

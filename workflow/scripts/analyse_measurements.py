@@ -9,4 +9,6 @@ write_summaries(
     cells_out=snakemake.output.cells,
     problems_out=snakemake.output.problems,
     modes_out=snakemake.output.modes,
+    c2c_classes_out=snakemake.output.c2c_classes,
+    c2c_pairs_out=snakemake.output.c2c_pairs,
 )

@@ -15,6 +15,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from membench.compare import SideError  # noqa: E402
+from membench.stored import StoredRunsError  # noqa: E402
 from membench.compare_output import run_compare  # noqa: E402
 
 
@@ -40,7 +41,7 @@ def main(argv=None) -> int:
     try:
         result, code = run_compare(args.base, args.new, args.out, threshold=args.threshold / 100,
                                    confidence=args.confidence / 100, ignore=ignore, html=not args.no_html)
-    except SideError as exc:
+    except (SideError, StoredRunsError) as exc:
         print(f"compare: {exc}", file=sys.stderr)
         return 2
     print((args.out / "compare.txt").read_text(), end="")

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from membench import matrix, progress, rounds, stopping, variants
+from membench.store_errors import StoreError
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -34,6 +35,17 @@ def closing_line(manifest: dict, plan: rounds.Plan) -> str:
         f"{plan.system} round {plan.round_index} done: {len(manifest['measured'])} measured, "
         f"{len(manifest['kept'])} kept, {progress.duration(manifest['seconds'])}"
     )
+    notes = [
+        f"{len(manifest[key])} {what}"
+        for key, what in (
+            ("superseded", "moved aside to results/" + plan.system + "/superseded/ (README, Everyday use)"),
+            ("adopted", "kept from a renamed experiment's files"),
+            ("kept_unverified", "kept on their request alone (stored before binary and machine were recorded)"),
+        )
+        if manifest.get(key)
+    ]
+    if notes:
+        line += " (" + "; ".join(notes) + ")"
     if manifest["measured"]:
         line += f" ({manifest['seconds'] / len(manifest['measured']):.1f} s per measurement)"
     return line + "; `make status` tells the time left"
@@ -59,11 +71,15 @@ def main(argv=None) -> int:
                 stopping.watch(args.parent_pid)
             manifest = rounds.measure_round(
                 plan, topology=args.topology, bin_dir=bin_dir, runs_dir=runs_dir, log=log,
-                progress=lambda line: print(line, flush=True),
+                progress=lambda line: print(line, flush=True), keep_waiting=stopping.check_watched,
             )  # fmt: skip
         except stopping.Stopped as stop:
             log.write(f"stopped: {stop}\n")
             print(f"{plan.system} round {plan.round_index} stopped: {stop}", file=sys.stderr)
+            return 1
+        except StoreError as error:
+            log.write(f"stopped: {error}\n")
+            print(f"{plan.system} round {plan.round_index} stopped: {error}", file=sys.stderr)
             return 1
     rounds.write_manifest(args.manifest, manifest)
     print(closing_line(manifest, plan), flush=True)

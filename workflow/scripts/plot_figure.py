@@ -12,6 +12,7 @@ plot_figure(
     topology=list(snakemake.input.topology),
     output=snakemake.output[0],
     modes_csv=snakemake.input.modes,
+    c2c_pairs_csv=snakemake.input.c2c_pairs,
     problems_csv=snakemake.input.problems,
     environment=list(snakemake.input.environment),
     peak_settings=snakemake.params.peaks,

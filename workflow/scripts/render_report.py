@@ -11,6 +11,7 @@ render_report(
     cells_csv=snakemake.input.cells,
     problems_csv=snakemake.input.problems,
     modes_csv=snakemake.input.modes,
+    c2c_classes_csv=snakemake.input.c2c_classes,
     figures=list(snakemake.input.figures),
     system_files={
         system: {"topology": topology, "environment": environment}

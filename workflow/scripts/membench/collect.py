@@ -1,6 +1,7 @@
 """Every run record of a system -> one tidy table (one row per record),
 with the placement classes of each run derived from the system's
-topology.json (membench.placement)."""
+topology.json (membench.placement). Every record is checked first
+(membench.stored: the record schema, its path, its request)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,16 @@ from pathlib import Path
 import pandas as pd
 
 from membench.placement import Machine, classify
-from membench.records import contract_problems, read_jsonl, write_text_atomic
+from membench.records import write_text_atomic
+from membench.stored import (
+    Expected,
+    StoredRunsError,
+    checked,
+    read_runs,
+    system_file_problems,
+    system_files_message,
+)
 from membench.verify import placement_problems
-
-
-class ContractError(ValueError):
-    pass
 
 
 def _flat(value):
@@ -23,18 +28,6 @@ def _flat(value):
     if type(value) is dict:
         return json.dumps(value, sort_keys=True)
     return json.dumps(value) if type(value) is list else value
-
-
-def _checked(paths: list[str]):
-    """(path, line, record) of every record; a ContractError naming every
-    broken one (the first 50) once all are read."""
-    problems = []
-    for path in paths:
-        for i, record in enumerate(read_jsonl(Path(path))):
-            problems += [f"{path}:{i + 1}: {p}" for p in contract_problems(record)]
-            yield path, i, record
-    if problems:
-        raise ContractError("records break the contract:\n" + "\n".join(problems[:50]))
 
 
 # Per-thread lists the table leaves in the records: what they say is in the
@@ -155,12 +148,19 @@ def records_table(records, topologies: dict[str, dict] | None = None) -> pd.Data
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
-def collect_runs(inputs: list[str], output: str, topology: str | None = None) -> pd.DataFrame:
-    """topology: the system's topology.json (placement classes need it)."""
+def collect_runs(inputs: list[str], output: str, topology: str | None = None, expected: Expected | None = None) -> pd.DataFrame:
+    """topology: the system's topology.json (placement classes need it);
+    expected: the config's cells, to check each record against the request
+    of its cell. Raises StoredRunsError listing every problem (nothing is
+    written then)."""
     topologies = None
     if topology:
+        wrong = system_file_problems(Path(topology).parent)
+        wrong = [p for p in wrong if p.startswith(str(topology))]
+        if wrong:
+            raise StoredRunsError(system_files_message(wrong))
         topologies = {Path(topology).parent.name: json.loads(Path(topology).read_text())}
-    table = records_table((record for _, _, record in _checked(run_files(inputs))), topologies)
+    table = checked(run_files(inputs), expected, lambda records: records_table(records, topologies))
     write_text_atomic(Path(output), table.to_csv(index=False))
     return table
 
@@ -183,6 +183,8 @@ def read_measurements(paths: list[str], columns: list[str] | None = None, withou
 
 def read_records(paths: list[str]):
     """Every record of the repetition files `paths`, one at a time, each
-    checked against the record contract (a ContractError naming every
-    broken one once all are read). `make compare` reads stored runs with it."""
-    return (record for _, _, record in _checked(paths))
+    checked against the record schema (membench.stored; a StoredRunsError
+    naming every problem once all are read), not against its path: `make
+    compare` reads stored runs with it, from directories that may have been
+    renamed."""
+    return read_runs(paths, by_path=False)

@@ -167,7 +167,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd
     STREAM count."""
     latencies = idle_latencies(cells)
     loaded = loaded_latencies(cells)
-    bandwidth = cells[~cells["kernel"].isin([LATENCY_KERNEL, "loaded"]) & (cells["n_ok"] > 0)]
+    bandwidth = cells[~cells["kernel"].isin([LATENCY_KERNEL, "loaded", "c2c"]) & (cells["n_ok"] > 0)]
     rows = []
     for row in bandwidth.itertuples():
         placement = placement_key(row.policy_requested, row.affinity)

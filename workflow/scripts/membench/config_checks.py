@@ -131,7 +131,8 @@ def _apply_defaults(config: dict, schema: dict) -> dict:
     experiment_spec = schema["$defs"]["experiment"]["properties"]
     for experiment in config["experiments"].values():
         for key, spec in experiment_spec.items():
-            if "default" in spec:
+            # x-kernels: a key of those families only (no default elsewhere)
+            if "default" in spec and experiment.get("kernel") in spec.get("x-kernels", [experiment.get("kernel")]):
                 experiment.setdefault(key, copy.deepcopy(spec["default"]))
         experiment.setdefault("repeats", config["repeats"])
         experiment.setdefault("ntimes", config["ntimes"])
@@ -171,6 +172,7 @@ def _experiment_problems(where: str, experiment: dict, schema: dict, variants_ta
     problems += _pair_problems(where, experiment)
     if kernel == "chase":
         problems += _sweep_problems(where, experiment)
+    problems += _kernel_only_problems(where, experiment, schema)
     for i, group in enumerate(_list_of(experiment.get("chase_group"))):
         problem = _group_problem(group)
         if problem:
@@ -185,6 +187,24 @@ def _experiment_problems(where: str, experiment: dict, schema: dict, variants_ta
     for i, entry in enumerate(_list_of(experiment.get("exclude"))):
         for key, value in entry.items() if isinstance(entry, dict) else ():
             problems += _exclude_problems(f"{where}.exclude[{i}]", key, value, schema, known)
+    return problems
+
+
+def _kernel_only_problems(where: str, experiment: dict, schema: dict) -> list[str]:
+    """Keys of other families (x-kernels), and for c2c the axes its pairs
+    set (threads, affinity): named, never ignored."""
+    kernel = experiment.get("kernel")
+    problems = []
+    for key, spec in schema["$defs"]["experiment"]["properties"].items():
+        kernels = spec.get("x-kernels")
+        if kernels and key in experiment and kernel not in kernels:
+            problems.append(f"{where}.{key}: {experiment[key]!r} is a key of kernel {', '.join(kernels)} only; "
+                            f"allowed: leave it out for kernel {kernel}")
+    if kernel == "c2c":
+        for key in ("threads", "affinity"):
+            if key in experiment:
+                problems.append(f"{where}.{key}: {experiment[key]!r} is not allowed for c2c; allowed: leave it "
+                                "out (the pairs set the CPUs: pairs, pairs_per_class, pair_classes)")
     return problems
 
 

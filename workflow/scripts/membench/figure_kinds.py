@@ -7,7 +7,7 @@ from membench.node_pairs import uses_pairs
 
 # Figure kinds per kernel family: the ladder replaces the thread scaling for
 # the single-thread read-only versions; latency kernels have their own.
-KINDS = {"readonly": ("ladder",), "chase": ("latency",), "loaded": ("loaded",)}
+KINDS = {"readonly": ("ladder",), "chase": ("latency",), "loaded": ("loaded",), "c2c": ("handoff",)}
 DEFAULT_KINDS = ("scaling", "histogram", "placement")
 
 
@@ -17,6 +17,6 @@ def kinds_for(experiment: dict) -> tuple[str, ...]:
     if uses_pairs(experiment):  # node x node: one heat map per system
         return ("matrix",)
     kinds = KINDS.get(experiment["kernel"], DEFAULT_KINDS)
-    if experiment["kernel"] not in ("chase", "loaded") and len(experiment.get("size", [])) > 1:
+    if experiment["kernel"] not in ("chase", "loaded", "c2c") and len(experiment.get("size", [])) > 1:
         kinds = (*kinds, "size")
     return kinds

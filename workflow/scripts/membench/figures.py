@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 from pathlib import Path
 
@@ -355,9 +356,12 @@ def latency_svg(cells: pd.DataFrame, caches: dict[str, list[dict]], name: str) -
     return to_svg(fig, name)
 
 
-def loaded_svg(cells: pd.DataFrame, name: str) -> str:
+def loaded_svg(cells: pd.DataFrame, name: str, line_bytes: dict[str, int] | None = None) -> str:
     """Latency vs bandwidth: each injection delay is one point (the
-    load threads' GB/s, the chasing thread's ns per load)."""
+    load threads' GB/s, the chasing thread's ns per load), one curve per
+    load op (triad, read or a read:write mix); each point says its
+    delay and, with the line size known, Little's law: the load threads'
+    traffic (with write-allocate reads) x that latency, in cache lines."""
     ok = add_series(cells[cells["n_ok"] > 0], ["system", "op", "pages", "policy_requested", "threads"])
     if ok.empty:
         return _empty("no successful loaded-latency measurements in this experiment", name)
@@ -367,8 +371,12 @@ def loaded_svg(cells: pd.DataFrame, name: str) -> str:
         ax.errorbar(part["gbps_mean"], part["ns_mean"], xerr=part["gbps_std"].fillna(0), yerr=part["ns_std"].fillna(0),
                     marker="o", ms=4, capsize=3, label=label)  # fmt: skip
         for row in part.itertuples():
-            ax.annotate(f"delay {row.load_delay_requested}", (row.gbps_mean, row.ns_mean), fontsize=7,
-                        xytext=(4, 4), textcoords="offset points")  # fmt: skip
+            label = f"delay {row.load_delay_requested}"
+            wa = getattr(row, "gbps_wa_mean", math.nan)
+            traffic = row.gbps_mean if wa is None or math.isnan(wa) else wa
+            if (line_bytes or {}).get(row.system):
+                label += f" · {traffic * row.ns_mean / line_bytes[row.system]:.0f} lines"
+            ax.annotate(label, (row.gbps_mean, row.ns_mean), fontsize=7, xytext=(4, 4), textcoords="offset points")
     ax.set_xlabel("load threads' " + GBPS_LABEL)
     ax.set_ylabel("chasing thread's latency (ns per load)")
     ax.set_xlim(left=0)
@@ -376,6 +384,11 @@ def loaded_svg(cells: pd.DataFrame, name: str) -> str:
     ax.legend(fontsize="small")
     fig.tight_layout()
     return to_svg(fig, name)
+
+
+def line_sizes(topology_paths: list[str]) -> dict[str, int]:
+    """system -> its cache-line size (results/<system>/topology.json)."""
+    return {Path(path).parent.name: json.loads(Path(path).read_text())["line_bytes"] for path in topology_paths}
 
 
 def data_caches(topology_paths: list[str]) -> dict[str, list[dict]]:
@@ -399,11 +412,15 @@ FIGURE_COLUMNS = [
 def plot_figure(
     kind: str, experiment: str, cells_csv: str, measurements: list[str], topology: list[str], output: str,
     modes_csv: str | None = None, environment: list[str] = (), peak_settings: dict | None = None,
-    problems_csv: str | None = None,
+    problems_csv: str | None = None, c2c_pairs_csv: str | None = None,
 ) -> None:
     plt.rcParams.update(THEME)
     name = f"{experiment}-{kind}"
-    if kind == "matrix":
+    if kind == "handoff":  # c2c
+        from membench.c2c_figures import c2c_svg
+
+        svg = c2c_svg(pd.read_csv(c2c_pairs_csv) if c2c_pairs_csv else pd.DataFrame(), experiment, name)
+    elif kind == "matrix":
         cells = pd.read_csv(cells_csv)
         problems = pd.read_csv(problems_csv or Path(cells_csv).with_name("problems.csv"))
         topologies = {Path(p).parent.name: json.loads(Path(p).read_text()) for p in topology}
@@ -418,7 +435,7 @@ def plot_figure(
             peaks = peak_lines(cells, figure_systems(topology, environment), peak_settings)
             svg = {"scaling": scaling_svg, "size": size_svg}[kind](cells, name, peaks)
         else:
-            svg = loaded_svg(cells, name)
+            svg = loaded_svg(cells, name, line_sizes(topology))
     else:
         table = read_measurements(measurements, FIGURE_COLUMNS)
         table = table[table["experiment"] == experiment]

@@ -13,6 +13,7 @@ import re
 import socket
 from dataclasses import asdict, dataclass
 
+from membench.c2c_pairs import pair_specs
 from membench.variants import variant_names
 
 AXES = (
@@ -82,10 +83,19 @@ class Cell:
     points_per_octave: int = 2
     chase_group: int | str = DEFAULT_CHASE_GROUP
     chase_spacing: int = DEFAULT_CHASE_SPACING
+    # c2c only: "<class>:<i>" (the i-th sampled pair of a locality class,
+    # resolved from topology.json where it is measured) or "all"
+    pair: str = ""
+    pairs_per_class: int = 3
+    c2c_samples: int = 100
+    c2c_roundtrips: int = 1000
 
     @property
     def id(self) -> str:
         """Path-safe, unique name: <experiment>/<kernel>-<variant>/<axes>."""
+        if self.kernel == "c2c":  # the pair sets threads and CPUs
+            axes = "_".join(_path_safe(str(v)) for v in (f"p{self.pair}", self.policy, self.pages, f"s{self.size}"))
+            return f"{self.experiment}/{self.kernel}-{self.variant}/{axes}"
         axes = "_".join(
             _path_safe(str(v))
             for v in (
@@ -209,7 +219,23 @@ def experiment_cells(name: str, experiment: dict, variants_table: dict) -> list[
         "load_delay": experiment["load_delay"],
         "chase_group": [parse_group(g) for g in experiment["chase_group"]],
         "chase_spacing": experiment.get("chase_spacing", [DEFAULT_CHASE_SPACING]),
+        "pair": [""],
     }
+    c2c = {}
+    if kernel == "c2c":
+        # the pair sets threads (2, or every CPU) and the CPUs (resolved
+        # where it is measured); threads and affinity are not c2c axes
+        per_class = experiment["pairs_per_class"]
+        axes.update(
+            pair=pair_specs(experiment["pairs"], per_class, experiment["pair_classes"]),
+            threads=[2],
+            affinity=["none"],
+        )
+        c2c = {
+            "pairs_per_class": per_class,
+            "c2c_samples": experiment["c2c_samples"],
+            "c2c_roundtrips": experiment["c2c_roundtrips"],
+        }
     cells = []
     for combo in itertools.product(*axes.values()):
         values = dict(zip(axes, combo))
@@ -223,7 +249,8 @@ def experiment_cells(name: str, experiment: dict, variants_table: dict) -> list[
                 ntimes=experiment["ntimes"],
                 sweep_from=parse_size(experiment["sweep_from"]),
                 points_per_octave=experiment["points_per_octave"],
-                **values,
+                **c2c,
+                **{**values, **({"threads": "all"} if values["pair"] == "all" else {})},
             )
         )
     return cells

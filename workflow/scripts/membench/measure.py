@@ -19,13 +19,15 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from membench import SCHEMA_VERSION, __version__, memory, variants
+from membench import SCHEMA_VERSION, __version__, c2c_pairs, memory, variants
 from membench.matrix import DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING
 from membench.records import write_jsonl_atomic
+from membench.store_errors import store_error
 from membench.stopping import Stopped, run_child
 from membench.topology import parse_cpulist
 
 AUTO_SIZE_FLOOR = 256 * 2**20
+C2C_AUTO_POOL = 4 * 2**20
 # Binding variables a user's shell may carry; the harness binds by itself.
 BINDING_ENV = ("OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY", "OMP_NUM_THREADS")
 HARNESS_SKIPPED = 3
@@ -61,6 +63,10 @@ class Request:
     points_per_octave: int = 2
     chase_group: int | str = DEFAULT_CHASE_GROUP
     chase_spacing: int = DEFAULT_CHASE_SPACING
+    pair: str = ""
+    pairs_per_class: int = 3
+    c2c_samples: int = 100
+    c2c_roundtrips: int = 1000
 
 
 def auto_size(topology: dict) -> int:
@@ -121,6 +127,8 @@ def resolve_threads(threads: int | str, affinity: str, allowed: list[int], topol
 
 def resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict, str | None]:
     """Concrete harness arguments for this host, or the reason it cannot run."""
+    if request.kernel == "c2c":
+        return c2c_resolve(request, topology, allowed)
     affinity = request.affinity
     threads = resolve_threads(request.threads, request.affinity, allowed, topology)
     size = auto_size(topology) if request.size == "auto" else request.size
@@ -173,6 +181,18 @@ def memory_node_problem(policy: str, topology: dict) -> str | None:
     return None
 
 
+def c2c_resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict, str | None]:
+    """A c2c cell: its pair's CPUs (sampled from this host's topology), the
+    clean pool (auto = 4 x the L2, at least 4 MiB)."""
+    cpus, why = c2c_pairs.resolve(request.pair, request.pairs_per_class, topology, allowed)
+    l2 = max((c["size_bytes"] for c in topology.get("caches", []) if c["level"] == 2), default=0)
+    size = max(4 * l2, C2C_AUTO_POOL) if request.size == "auto" else request.size
+    resolved = {"threads": len(cpus) if cpus else 2, "size": size, "policy": request.policy, "affinity": "none"}
+    if cpus:
+        resolved["affinity"] = "cpus:" + ",".join(map(str, cpus))
+    return resolved, why
+
+
 def harness_argv(binary: str, request: Request, resolved: dict) -> list[str]:
     return [
         str(binary),
@@ -192,6 +212,7 @@ def harness_argv(binary: str, request: Request, resolved: dict) -> list[str]:
         *(["--delay", str(request.load_delay)] if request.kernel == "loaded" else []),
         *(["--group", str(request.chase_group)] if request.kernel in ("chase", "loaded") else []),
         *(["--spacing", str(request.chase_spacing)] if request.kernel in ("chase", "loaded") else []),
+        *(["--samples", str(request.c2c_samples), "--roundtrips", str(request.c2c_roundtrips)] if request.kernel == "c2c" else []),
     ]  # fmt: skip
 
 
@@ -331,5 +352,10 @@ def measure_cell(
             node_name=socket.gethostname(),
             **(extra or {}),
         )
-    write_jsonl_atomic(Path(output), records)
+        if request.kernel == "c2c":
+            record.update(c2c_pairs.pair_keys(record, topo, request.pair))
+    try:
+        write_jsonl_atomic(Path(output), records)
+    except OSError as error:  # one line naming the path and what to do
+        raise store_error("store", output, error) from None
     return records

@@ -1,4 +1,5 @@
-"""The record contract (DESIGN section 4) and atomic JSON-lines files."""
+"""The record contract (DESIGN section 4; membench.record_schema) and atomic
+JSON-lines files."""
 
 from __future__ import annotations
 
@@ -7,60 +8,14 @@ import os
 import tempfile
 from pathlib import Path
 
-from membench import SCHEMA_VERSION
-
-# key -> accepted types; None is accepted where the key may be null.
-CONTRACT = {
-    "schema": (int,),
-    "system": (str,),
-    "kernel": (str,),
-    "variant": (str,),
-    "op": (str, type(None)),
-    "threads": (int,),
-    "affinity": (str,),
-    "policy": (str,),
-    "pages": (str,),
-    "init": (str,),
-    "size_bytes": (int,),
-    "repeat": (int,),
-    "status": (str,),
-    "reason": (str, type(None)),
-}
-OK_CONTRACT = {
-    "valid": (bool,),
-    "cpus": (list,),
-    "page_nodes": (dict,),
-    "hugepage_fraction": (int, float),
-    "t_start": (int, float),
-    "t_end": (int, float),
-}
-STATUSES = ("ok", "skipped", "failed")
+from membench import record_schema
 
 
 def contract_problems(record: dict) -> list[str]:
-    """What in one record breaks the contract (empty when it holds)."""
-    problems = []
-    required = dict(CONTRACT)
-    if record.get("status") == "ok":
-        required.update(OK_CONTRACT)
-        if record.get("gbps") is None and record.get("ns_per_load") is None:
-            problems.append("ok record without gbps or ns_per_load")
-        if record.get("valid") is False:
-            problems.append("ok record that did not validate (valid false)")
-    for key, types in required.items():
-        if key not in record:
-            problems.append(f"missing {key}")
-        elif not isinstance(record[key], types) or (
-            bool not in types and isinstance(record[key], bool)
-        ):
-            problems.append(f"{key}={record[key]!r} is not {'/'.join(t.__name__ for t in types)}")
-    if record.get("status") not in STATUSES:
-        problems.append(f"status {record.get('status')!r} not in {STATUSES}")
-    if record.get("status") != "ok" and not record.get("reason"):
-        problems.append("a record that is not ok must say why (reason)")
-    if record.get("schema") not in (None, SCHEMA_VERSION):
-        problems.append(f"schema {record.get('schema')} is not {SCHEMA_VERSION}")
-    return problems
+    """What in one record of the harness breaks the record contract
+    (workflow/schemas/record.schema.yaml, without the keys membench adds
+    when it stores a record); empty when it holds."""
+    return record_schema.problems(record, stored=False)
 
 
 def read_jsonl(path: Path) -> list[dict]:

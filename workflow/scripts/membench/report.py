@@ -22,11 +22,14 @@ from membench import node_pairs
 from membench.node_matrix import experiment_matrices, table_context
 from membench.records import write_text_atomic
 from membench.concurrency import effective_concurrency, idle_latencies
+from membench.c2c_summary import report_table
+from membench.injection import loaded_little_table
 from membench.headline import system_headlines
 from membench.hierarchy import hierarchy, measured_clocks
 from membench.peak import best_shares, cell_shares, concurrency_needed, system_peaks
 from membench.peak_tables import percent
 from membench.stats import add_series
+from membench.superseded import counts as superseded_counts
 from membench.tables import idle_latency_table, tables_for
 
 
@@ -84,7 +87,7 @@ def make_environment(template_dir: Path) -> jinja2.Environment:
 def cache_warnings(cells: pd.DataFrame, systems: dict) -> list[str]:
     """STREAM's rule: arrays under 4 x LLC measure caches, not memory."""
     warnings = []
-    bandwidth = cells[~cells["kernel"].isin(["chase", "loaded"])]  # latency sweeps go small on purpose
+    bandwidth = cells[~cells["kernel"].isin(["chase", "loaded", "c2c"])]  # latency kernels go small on purpose
     for row in bandwidth.drop_duplicates(["system", "cell"]).itertuples():
         llc = systems.get(row.system, {}).get("topology", {}).get("llc_bytes")
         if llc and row.size_bytes < 4 * llc:
@@ -102,6 +105,10 @@ ONLY_FOR = {
     "sweep_from": ("chase",),
     "points_per_octave": ("chase",),
     "prefetch_distance": ("readonly", "stream"),
+    "chase_group": ("chase", "loaded"),
+    # c2c: its pairs set the threads and CPUs
+    "threads": ("stream", "readonly", "xor", "daxpy", "chase", "loaded"),
+    "affinity": ("stream", "readonly", "xor", "daxpy", "chase", "loaded"),
 }
 
 
@@ -150,6 +157,14 @@ def _modes_rows(modes: pd.DataFrame | None, experiment: str, cells: pd.DataFrame
     return _records(mine.assign(_order=mine["series"].map(order)).sort_values(["_order", "threads"], kind="stable"))
 
 
+def c2c_tables(classes: pd.DataFrame | None, experiment: str) -> list[dict]:
+    """The class table of a c2c experiment (results/summary/c2c_classes.csv)."""
+    if classes is None or classes.empty:
+        return []
+    table = report_table(classes[classes["experiment"] == experiment])
+    return [table] if table else []
+
+
 def system_settings(environment: dict) -> str:
     """The settings that change what a matrix measures, as the probe read
     them (membench writes none of them)."""
@@ -180,7 +195,11 @@ def build_context(
     systems: dict[str, dict],
     provenance: dict,
     modes: pd.DataFrame | None = None,
+    superseded: dict | None = None,
+    c2c_classes: pd.DataFrame | None = None,
 ) -> dict:
+    """superseded: system -> {cell id: repetitions moved aside}
+    (membench.superseded.counts)."""
     line_bytes = {name: system["topology"]["line_bytes"] for name, system in systems.items()}
     peaks = system_peaks(systems, config.get("systems"))
     shares = cell_shares(cells, peaks)
@@ -189,14 +208,20 @@ def build_context(
     for name, spec in config["experiments"].items():
         part = cells[cells["experiment"] == name]
         part_ec = ec[ec["experiment"] == name] if not ec.empty else ec
+        tables = tables_for(spec["kernel"], part, part_ec, shares[shares["experiment"] == name])
+        if spec["kernel"] == "loaded" and (little := loaded_little_table(part, line_bytes)):
+            tables.append(little)
         experiments.append(
             {
                 "name": name,
                 "kernel": spec["kernel"],
                 "axes": {k: v for k, v in spec.items() if k not in ("kernel", "exclude") and _relevant(k, spec["kernel"])},
                 "figures": {kind: Markup(svg) for kind, svg in figures.get(name, {}).items()},
-                "tables": tables_for(spec["kernel"], part, part_ec, shares[shares["experiment"] == name]),
-                "cells": _records(part),
+                "tables": tables + c2c_tables(c2c_classes, name),
+                "cells": [
+                    {**row, "superseded": (superseded or {}).get(row["system"], {}).get(row["cell"], 0)}
+                    for row in _records(part)
+                ],
                 # beside the placement figure, whose runs and ticks it explains
                 "modes": _modes_rows(modes, name, part) if "placement" in figures.get(name, {}) else [],
                 "matrices": _matrices(cells, problems, systems, name) if node_pairs.uses_pairs(spec) else [],
@@ -243,6 +268,7 @@ def render_report(
     problems_csv: str,
     figures: list[str],
     modes_csv: str | None = None,
+    c2c_classes_csv: str | None = None,
     system_files: dict[str, dict[str, str]],
     provenance: dict,
     output: str,
@@ -262,8 +288,10 @@ def render_report(
         cells=pd.read_csv(cells_csv),
         problems=pd.read_csv(problems_csv),
         modes=pd.read_csv(modes_csv) if modes_csv else None,
+        c2c_classes=pd.read_csv(c2c_classes_csv) if c2c_classes_csv else None,
         figures=svgs,
         systems=systems,
+        superseded={name: superseded_counts(Path(files["topology"]).parent) for name, files in system_files.items()},
         provenance={
             **provenance,
             "snakemake_version": importlib.metadata.version("snakemake"),

@@ -4,9 +4,11 @@ A round is one Snakemake job (one SLURM allocation). It measures its cells
 in a deterministic shuffled order (slow drift of the machine spreads over
 all cells), one harness process per repetition, and writes each
 repetition's file atomically as soon as it is measured. A repetition already
-stored for the same request, and newer than its binary and the topology, is
-kept: a rerun after an interruption, a new cell or a new repeat measures
-only what is missing. The round's manifest (its Snakemake output) lists its
+stored for the same request, binary and machine, judged by content and
+never by time or path (membench.identity), is kept: a rerun after an
+interruption, a move, a touch, --forceall, a new cell or a new repeat
+measures only what is missing; a real change moves the old file aside
+(membench.superseded) before measuring again. The round's manifest (its Snakemake output) lists its
 repetition files; those files are not Snakemake outputs, so Snakemake never
 deletes one, whatever happens to the job.
 """
@@ -20,10 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from membench import matrix, node_pairs, variants
+from membench import identity, matrix, measure_lock, node_pairs, superseded, variants
 from membench.matrix import Cell
 from membench.measure import Request, measure_cell
 from membench.records import read_jsonl, write_text_atomic
+from membench.store_errors import store_error
+from membench.stored_index import StoredIndex
 
 
 def cell_request(cell: Cell, system: str, repeat: int | None, variants_table: dict) -> dict:
@@ -59,6 +63,17 @@ def cell_request(cell: Cell, system: str, repeat: int | None, variants_table: di
         # only where it changes the measurement: other cells keep their digest
         **({"chase_spacing": cell.chase_spacing} if cell.kernel in ("chase", "loaded") else {}),
         "repeat": repeat,
+        # c2c only (other families' requests, and digests, stay as they were)
+        **(
+            {
+                "pair": cell.pair,
+                "pairs_per_class": cell.pairs_per_class,
+                "c2c_samples": cell.c2c_samples,
+                "c2c_roundtrips": cell.c2c_roundtrips,
+            }
+            if cell.kernel == "c2c"
+            else {}
+        ),
     }
 
 
@@ -142,6 +157,12 @@ class RoundInputs:
         study = self._members(round_index)[0]
         return json.dumps(study, sort_keys=True)
 
+    def study_digest(self, round_index: int) -> str:
+        """Names round k's manifest (r<k>-<digest>.json): two configs that
+        share a results folder have manifests of their own, so that running
+        one never makes Snakemake delete the other's."""
+        return hashlib.sha256(self.study(round_index).encode()).hexdigest()[:12]
+
     def study_file(self, round_index: int, directory: str) -> str:
         """The round's study written to a file named by its content (once):
         the job reads it from there, as a shell argument it would be capped
@@ -166,19 +187,6 @@ def run_path(runs_dir: str, cell: Cell, round_index: int) -> str:
     return f"{runs_dir}/{cell.id}/r{round_index}.jsonl"
 
 
-def is_current(path: Path, request_digest: str, inputs: list[str]) -> bool:
-    """A stored repetition holds when every record carries this request's
-    digest and the file is newer than each input (binary, topology), as
-    Snakemake would judge an output."""
-    try:
-        records = read_jsonl(path)
-        written = path.stat().st_mtime
-        newest_input = max(Path(p).stat().st_mtime for p in inputs)
-    except (OSError, ValueError):
-        return False
-    return bool(records) and all(r.get("request_digest") == request_digest for r in records) and written >= newest_input
-
-
 def measure_round(
     plan: Plan,
     *,
@@ -188,18 +196,57 @@ def measure_round(
     log,
     run_harness_process: Callable | None = None,
     progress: Callable[[str], None] = lambda line: None,
+    keep_waiting: Callable[[], None] = lambda: None,
 ) -> dict:
-    """Measure every repetition of the round that is not stored yet; return
-    the manifest (every repetition file of the round, which were measured
-    now and which kept)."""
-    measured, kept = [], []
+    """Measure every repetition of the round that is not stored yet, under
+    the system's measure lock (membench.measure_lock); return the manifest
+    (every repetition file of the round, which were measured now, which
+    kept, which moved aside). A stored repetition is kept when its request,
+    its binary (by content) and the machine (the stable part of the
+    topology) are those of this round (membench.identity); one that a real
+    change superseded is moved aside (membench.superseded), never
+    overwritten; a missing one is looked up by request among the round's
+    other files (membench.stored_index: a renamed experiment)."""
+
+    def say(line: str) -> None:
+        log.write(line + "\n")
+        log.flush()
+        progress(line)
+
+    with measure_lock.measuring(Path(runs_dir).parent, say, keep_waiting):
+        return _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process, progress)
+
+
+def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process, progress) -> dict:
+    measured, kept, unverified, adopted, moved = [], [], [], [], {}
     started = time.monotonic()
-    for position, (cell, request) in enumerate(zip(plan.cells, plan.requests), start=1):
-        path = run_path(runs_dir, cell, plan.round_index)
+    machine = identity.machine_digest(json.loads(Path(topology).read_text()))
+    own = [run_path(runs_dir, cell, plan.round_index) for cell in plan.cells]
+    index = StoredIndex(runs_dir, plan.round_index, set(own))
+    for position, (cell, request, path) in enumerate(zip(plan.cells, plan.requests, own), start=1):
         binary = binary_path(bin_dir, cell)
-        request_digest = digest(request)
-        if is_current(Path(path), request_digest, [binary, topology]):
+        identity_keys = {
+            "request_digest": digest(request),
+            "binary_sha256": identity.file_sha256(binary),
+            "machine_digest": machine,
+        }
+        state = _stored_state(Path(path), identity_keys)
+        if state[0] == "superseded":
+            aside = _store(lambda: superseded.move_aside(path, runs_dir, state[1]), "move aside", path)
+            moved[path] = str(aside)
+            log.write(f"superseded ({state[1]}): {path} -> {aside}\n")
+            state = ("missing", None)
+        if state[0] == "missing":
+            for source in index.candidates(identity_keys["request_digest"]):
+                if _stored_state(source, identity_keys)[0] in ("current", "unverified"):
+                    _store(lambda: index.adopt(source, path), "store", path)
+                    adopted.append(path)
+                    state = _stored_state(Path(path), identity_keys)
+                    break
+        if state[0] in ("current", "unverified"):
             kept.append(path)
+            if state[0] == "unverified":
+                unverified.append(path)
             continue
         log.write(f"== {cell.id} r{plan.round_index}\n")
         log.flush()
@@ -207,23 +254,47 @@ def measure_round(
         measure_cell(
             binary, topology, path, log,
             request=Request(**request), experiment=cell.experiment, cell_id=cell.id,
-            extra={"request_digest": request_digest}, run_process=run_harness_process,
-        )  # fmt: skip
+            extra=identity_keys, run_process=run_harness_process,
+        )  # fmt: skip (a write error there is a StoreError too)
         measured.append(path)
         progress(
             f"{plan.system} round {plan.round_index}: {position}/{len(plan.cells)} "
             f"{cell.id} ({time.monotonic() - one:.1f} s)"
         )
-    manifest = {
+    return {
         "system": plan.system,
         "round": plan.round_index,
         "digest": plan.digest,
-        "runs": [run_path(runs_dir, cell, plan.round_index) for cell in plan.cells],
+        "runs": own,
         "measured": measured,
         "kept": kept,
+        # kept on their request alone: stored before membench recorded the
+        # binary and the machine of a repetition (identity.verdict)
+        "kept_unverified": unverified,
+        # kept from a file of another name (a renamed experiment)
+        "adopted": adopted,
+        "superseded": moved,
         "seconds": round(time.monotonic() - started, 3),
     }
-    return manifest
+
+
+def _stored_state(path: Path, identity_keys: dict) -> tuple[str, str | None]:
+    if not path.exists():
+        return "missing", None
+    try:
+        records = read_jsonl(path)
+    except (OSError, ValueError):
+        records = []
+    return identity.verdict(records, **identity_keys)
+
+
+def _store(action: Callable, what: str, path: str):
+    """Run a step that writes under the results folder; an OSError becomes
+    a StoreError naming the path and what to do."""
+    try:
+        return action()
+    except OSError as error:
+        raise store_error(what, path, error) from None
 
 
 def write_manifest(path: str, manifest: dict) -> None:

@@ -80,6 +80,13 @@ def _watched_alive() -> bool:
     return stat[stat.rindex(")") + 2 :].split()[0] not in ("Z", "X")
 
 
+def check_watched() -> None:
+    """Raise Stopped when the watched process (Snakemake) has ended: for a
+    round waiting on something else than a child (membench.measure_lock)."""
+    if not _watched_alive():
+        raise Stopped(f"process {_watched_pid} (Snakemake) ended")
+
+
 def _wait_child(proc: subprocess.Popen) -> None:
     """Return when the child ends; Stopped when the watched process ends first."""
     child = _pidfd(proc.pid) if _watched_pid is None or _watched_pidfd is not None else None

@@ -9,6 +9,7 @@ import math
 
 import pandas as pd
 
+from membench.injection import injection_table
 from membench.matrix import size_text
 from membench.peak_tables import RULE, peak_table, percent, share_of
 from membench.stats import add_series
@@ -266,7 +267,7 @@ def affinity_change_table(cells: pd.DataFrame, before: str = "none", after: str 
 
 
 # Which paper table each kernel family's experiments show.
-TABLES = {"readonly": (feature_table,), "xor": (range_table,)}
+TABLES = {"readonly": (feature_table,), "xor": (range_table,), "mix": (injection_table,)}
 
 
 def tables_for(kernel: str, cells: pd.DataFrame, ec: pd.DataFrame, shares: pd.DataFrame | None = None) -> list[dict]:
@@ -274,12 +275,12 @@ def tables_for(kernel: str, cells: pd.DataFrame, ec: pd.DataFrame, shares: pd.Da
     (where a system's peak is known), then its effective concurrency."""
     if cells.empty:
         return []
-    tables = [make(cells) for make in TABLES.get(kernel, ())]
-    if kernel not in ("chase", "loaded", "readonly"):
+    tables = [table for make in TABLES.get(kernel, ()) if (table := make(cells))]
+    if kernel not in ("chase", "loaded", "readonly", "c2c"):
         change = affinity_change_table(cells)
         if change:
             tables.append(change)
-    if kernel not in ("chase", "loaded") and cells["policy_requested"].nunique() > 1:
+    if kernel not in ("chase", "loaded", "c2c") and cells["policy_requested"].nunique() > 1:
         tables.append(placement_table(cells, shares))
     against_peak = peak_table(shares) if shares is not None else None
     if against_peak:

@@ -74,9 +74,27 @@ def read_cpus(root: Path) -> list[dict]:
                 "package": int(_read(topo / "physical_package_id", "0")),
                 "node": nodes[0] if nodes else 0,
                 "siblings": parse_cpulist(_read(topo / "thread_siblings_list", str(cpu))),
+                **cache_ids(cpu_dir, cpu),
             }
         )
     return cpus
+
+
+def cache_ids(cpu_dir: Path, cpu: int) -> dict:
+    """l2_id, l3_id: which L2 and L3 this CPU uses (the cache-to-cache
+    classes compare them): sysfs's cache id, else the first CPU of the
+    cache's shared_cpu_list; None where sysfs shows no such cache."""
+    ids: dict = {"l2_id": None, "l3_id": None}
+    for index in sorted(cpu_dir.glob("cache/index[0-9]*")):
+        level = _read(index / "level")
+        if level not in ("2", "3") or _read(index / "type") == "Instruction":
+            continue
+        cache_id = _read(index / "id")
+        if cache_id is None:
+            shared = parse_cpulist(_read(index / "shared_cpu_list", str(cpu)))
+            cache_id = str(min(shared)) if shared else str(cpu)
+        ids[f"l{level}_id"] = int(cache_id)
+    return ids
 
 
 def _by_node_id(row: list[int], columns: list[int]) -> list[int | None]:
@@ -168,6 +186,38 @@ def compiler_version(compiler: str = "gcc") -> str:
     return out.stdout.splitlines()[0]
 
 
+def read_frequency(root: Path = Path("/")) -> dict:
+    """The CPU clock when probed, in MHz over every CPU: cpufreq's
+    scaling_cur_freq where the kernel exposes it, else /proc/cpuinfo's
+    "cpu MHz" (a VM's nominal clock); with the governors seen and
+    cpufreq's limits. Read, never changed."""
+    cpu_base = root / "sys/devices/system/cpu"
+    mhz, governors, limits = [], set(), {}
+    for freq in sorted(cpu_base.glob("cpu[0-9]*/cpufreq")):
+        value = _read(freq / "scaling_cur_freq")
+        if value and value.isdigit():
+            mhz.append(int(value) / 1000)
+        governors.add(_read(freq / "scaling_governor"))
+        for key in ("scaling_min_freq", "scaling_max_freq", "cpuinfo_max_freq"):
+            value = _read(freq / key)
+            if value and value.isdigit():
+                limits[f"{key}_mhz"] = max(limits.get(f"{key}_mhz", 0), int(value) / 1000)
+    source = "scaling_cur_freq"
+    if not mhz:
+        source = "/proc/cpuinfo cpu MHz"
+        mhz = [float(v) for v in re.findall(r"^cpu MHz\s*:\s*([0-9.]+)", _read(root / "proc/cpuinfo", ""), re.M)]
+    mhz.sort()
+    return {
+        "source": source if mhz else None,
+        "cpus": len(mhz),
+        "mhz_min": mhz[0] if mhz else None,
+        "mhz_median": mhz[len(mhz) // 2] if mhz else None,
+        "mhz_max": mhz[-1] if mhz else None,
+        "governors": sorted(g for g in governors if g),
+        **limits,
+    }
+
+
 def read_environment(root: Path = Path("/")) -> dict:
     hugepages = {}
     for size_dir in sorted((root / "sys/kernel/mm/hugepages").glob("hugepages-*kB")):
@@ -188,6 +238,7 @@ def read_environment(root: Path = Path("/")) -> dict:
         "numa_balancing": int(numa_balancing) if numa_balancing is not None else None,
         "zone_reclaim_mode": int(zone_reclaim) if zone_reclaim is not None else None,
         "governor": _read(root / "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "frequency": read_frequency(root),
         # Read, never written (numa_balancing, huge pages and THP above too).
         "prefetchers": prefetcher_state(root),
         "compiler": compiler_version(),

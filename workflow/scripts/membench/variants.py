@@ -37,9 +37,18 @@ def variant_pattern(table: dict) -> str:
     return "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
 
 
-def source_paths(table: dict, kernel_dir: Path) -> list[str]:
-    common = table["common"]
-    return [str(kernel_dir / name) for name in common["sources"]]
+def source_paths(table: dict, kernel_dir: Path, family: str | None = None) -> list[str]:
+    """The C files of a family's binary: the common sources that no family
+    claims as its own (the harness), then the family's own (its `sources:`
+    in variants.yaml). So an edit to one family's file rebuilds, and
+    re-measures, only the families that compile it. A family that claims no
+    sources, or no family given: every common source."""
+    names = table["common"]["sources"]
+    own = families(table)[family].get("sources") if family is not None else None
+    if own:
+        claimed = {name for entry in families(table).values() for name in entry.get("sources", [])}
+        names = [name for name in names if name not in claimed or name in own]
+    return [str(kernel_dir / name) for name in names]
 
 
 def header_paths(table: dict, kernel_dir: Path) -> list[str]:
@@ -72,7 +81,7 @@ def compile_argv(
     return [
         "gcc",
         *compile_flags(table, family, variant),
-        *source_paths(table, kernel_dir),
+        *source_paths(table, kernel_dir, family),
         *link_flags(table),
         "-o",
         str(output),

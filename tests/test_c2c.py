@@ -1,0 +1,256 @@
+"""The cache-to-cache family: the harness (kernels/c2c.c) on this machine's
+CPU pair, the pair sampler on a 256-CPU topology (pair count, every class
+covered, deterministic, fast), the config grammar and cells, the dry run's
+pair statement, and the class / pair summaries and figure at 64 CPUs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from membench import c2c_pairs, c2c_summary, config_checks, measure, rounds, variants
+from membench.c2c_figures import c2c_svg
+from membench.matrix import ConfigError
+from membench.records import contract_problems
+
+REPO = Path(__file__).resolve().parents[1]
+KERNELS = REPO / "kernels"
+TABLE = variants.load_variants(KERNELS / "variants.yaml")
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+ALLOWED = sorted(os.sched_getaffinity(0))
+FAST = ["--threads", "2", "--size", str(1 << 20), "--samples", "5", "--roundtrips", "200"]
+
+
+# ----------------------------------------------------------- topologies
+
+
+def synthetic(packages=2, l3_per_package=4, l2_per_l3=8, cores_per_l2=2, threads=2) -> dict:
+    """A topology.json of packages x L3 x L2 clusters x cores x SMT threads,
+    numbered as Linux does (first threads of every core, then the second
+    threads); node = package."""
+    cores = []
+    for p in range(packages):
+        for l3 in range(l3_per_package):
+            for l2 in range(l2_per_l3):
+                for c in range(cores_per_l2):
+                    cores.append((p, l3, l2, c))
+    ncores = len(cores)
+    cpus = []
+    for t in range(threads):
+        for k, (p, l3, l2, c) in enumerate(cores):
+            cpus.append(
+                {
+                    "cpu": t * ncores + k, "core": k % (ncores // packages), "package": p, "node": p,
+                    "siblings": [s * ncores + k for s in range(threads)],
+                    "l2_id": (p * l3_per_package + l3) * l2_per_l3 + l2, "l3_id": p * l3_per_package + l3,
+                }
+            )  # fmt: skip
+    return {
+        "cpus": cpus,
+        "nodes": [{"node": p, "cpus": [c["cpu"] for c in cpus if c["package"] == p], "memory_bytes": 1 << 34,
+                   "distances": [10 if q == p else 32 for q in range(packages)]} for p in range(packages)],
+        "caches": [{"level": 2, "type": "Unified", "size_bytes": 2 << 20, "line_bytes": 64, "shared_cpus": [0]}],
+        "llc_bytes": 32 << 20, "line_bytes": 64, "packages": packages,
+    }  # fmt: skip
+
+
+def test_sampler_at_256_cpus():
+    topo = synthetic()  # 2 x 4 x 8 x 2 x 2 = 256 CPUs
+    assert len(topo["cpus"]) == 256
+    c2c_pairs._pairs_by_class.cache_clear()
+    started = time.monotonic()
+    by_class = c2c_pairs.pairs_by_class(topo)
+    elapsed = time.monotonic() - started
+    counts = {name: len(pairs) for name, pairs in by_class.items()}
+    # by hand: 128 cores of 2 threads; 64 L2 clusters of 4 CPUs (6 pairs,
+    # 2 of them SMT); 8 L3s of 32 CPUs (496 pairs, minus their L2 pairs);
+    # 2 packages of 128 CPUs (8128 pairs, minus their L3 pairs); 128 x 128
+    assert counts == {"smt": 128, "same_l2": 64 * 4, "same_l3": 8 * (496 - 8 * 6),
+                      "same_package": 2 * (8128 - 4 * 496), "other_package": 128 * 128}  # fmt: skip
+    assert sum(counts.values()) == 256 * 255 // 2
+    assert elapsed < 5, elapsed
+    sample = c2c_pairs.sample(topo, 3)
+    assert {name: len(p) for name, p in sample.items()} == dict.fromkeys(c2c_pairs.CLASSES, 3)
+    by_cpu = {c["cpu"]: c for c in topo["cpus"]}
+    for name, pairs in sample.items():
+        assert len(set(pairs)) == 3 and all(c2c_pairs.classify(by_cpu[a], by_cpu[b]) == name for a, b in pairs)
+        assert len({a for a, _ in pairs}) == 3  # first CPUs distinct: spread, not one corner
+    # spread over the machine: the same_l3 sample sits in three different L3s
+    assert len({by_cpu[a]["l3_id"] for a, _ in sample["same_l3"]}) == 3
+    assert c2c_pairs.sample(topo, 3) == sample  # deterministic
+    # resolving a cell is cheap once the topology is cached: 15 cells of the default
+    started = time.monotonic()
+    allowed = [c["cpu"] for c in topo["cpus"]]
+    for spec in c2c_pairs.pair_specs("sample", 3, c2c_pairs.CLASSES):
+        cpus, why = c2c_pairs.resolve(spec, 3, topo, allowed)
+        assert why is None and len(cpus) == 2
+    assert time.monotonic() - started < 2
+
+
+def test_classes_without_a_level_are_skipped_with_the_reason():
+    topo = synthetic(packages=1, l3_per_package=1, l2_per_l3=4, cores_per_l2=1, threads=1)
+    allowed = [c["cpu"] for c in topo["cpus"]]
+    assert c2c_pairs.resolve("same_l3:0", 2, topo, allowed) == ([0, 2], None)
+    cpus, why = c2c_pairs.resolve("smt:0", 2, topo, allowed)
+    assert cpus is None and "no CPU pair of class smt" in why and "classes present: same_l3" in why
+    cpus, why = c2c_pairs.resolve("all", 2, synthetic(), list(range(256)))
+    assert cpus is None and "at most 64 CPUs" in why and "256" in why
+
+
+def test_pairs_all_above_64_cpus_is_a_config_error(tmp_path):
+    config, cells = config_checks.load(
+        {"system": "big", "experiments": {"matrix": {"kernel": "c2c", "pairs": "all"}}}, SCHEMA, TABLE
+    )
+    topo = tmp_path / "big" / "topology.json"
+    topo.parent.mkdir()
+    topo.write_text(json.dumps(synthetic()))
+    (line,) = c2c_pairs.plan_lines(cells, ["big"], True, tmp_path)
+    assert line.startswith("error: ") and "256 CPUs" in line and "up to 64" in line and "matrix" in line
+    # 64 CPUs: allowed, and the dry run states the exact count
+    topo.write_text(json.dumps(synthetic(l3_per_package=1, l2_per_l3=4, cores_per_l2=4)))
+    assert c2c_pairs.plan_lines(cells, ["big"], True, tmp_path) == [
+        f"membench c2c: system big: {64 * 63 // 2} CPU pairs in 1 c2c cell (from {topo})"
+    ]
+
+
+def test_config_cells_and_requests():
+    exp = {"kernel": "c2c", "pairs_per_class": 2, "pair_classes": ["smt", "other_package"], "size": ["4MiB"]}
+    config, cells = config_checks.load({"system": "s", "experiments": {"c": exp, "st": {"kernel": "stream"}}}, SCHEMA, TABLE)
+    c2c = [c for c in cells if c.kernel == "c2c"]
+    assert [c.pair for c in c2c] == ["smt:0", "smt:1", "other_package:0", "other_package:1"]
+    assert c2c[0].id == "c/c2c-default/psmt=0_default_variant_s4194304"
+    request = rounds.cell_request(c2c[0], "s", 0, TABLE)
+    assert (request["pair"], request["pairs_per_class"], request["c2c_samples"], request["c2c_roundtrips"]) == ("smt:0", 2, 100, 1000)
+    stream = rounds.cell_request(next(c for c in cells if c.kernel == "stream"), "s", 0, TABLE)
+    assert "pair" not in stream and "pairs" not in config["experiments"]["st"]  # other families' digests unchanged
+    with pytest.raises(ConfigError) as err:
+        config_checks.load({"experiments": {"c": {"kernel": "c2c", "threads": [2], "pairs": "every", "pair_classes": ["l9"]},
+                                            "s": {"kernel": "stream", "pairs_per_class": 2}}}, SCHEMA, TABLE)  # fmt: skip
+    text = str(err.value)
+    for expected in ("experiments.c.threads", "experiments.c.pairs: 'every'", "sample, all", "experiments.c.pair_classes",
+                     "experiments.s.pairs_per_class: 2 is a key of kernel c2c only"):  # fmt: skip
+        assert expected in text, text
+    # a sampled pair becomes the harness's two CPUs
+    topo = synthetic()
+    req = measure.Request(**{k: v for k, v in request.items() if k != "features"})
+    resolved, why = measure.resolve(req, topo, list(range(256)))
+    a, b = c2c_pairs.sample(topo, 2, ("smt",))["smt"][0]
+    assert why is None and resolved["affinity"] == f"cpus:{a},{b}" and resolved["threads"] == 2
+    argv = measure.harness_argv("bin/c2c-default", req, resolved)
+    assert argv[argv.index("--samples") + 1] == "100" and argv[argv.index("--roundtrips") + 1] == "1000"
+
+
+# --------------------------------------------------------------- harness
+
+
+@pytest.fixture(scope="module")
+def binary(tmp_path_factory):
+    out = tmp_path_factory.mktemp("c2c") / "c2c-default"
+    proc = subprocess.run(variants.compile_argv(TABLE, "c2c", "default", KERNELS, out), capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    return out
+
+
+def run(binary, *args, env=None):
+    proc = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})  # fmt: skip
+    return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr
+
+
+@pytest.mark.skipif(len(ALLOWED) < 2, reason="needs 2 CPUs")
+def test_harness_measures_a_pair(binary):
+    a, b = ALLOWED[:2]
+    rc, records, err = run(binary, *FAST, "--affinity", f"cpus:{a},{b}")
+    assert rc == 0, err
+    assert [r["op"] for r in records] == ["cas", "two_line", "clean"]
+    for r in records:
+        assert contract_problems(r) == [], r
+        assert r["status"] == "ok" and r["valid"] is True
+        assert (r["cpu_a"], r["cpu_b"], r["cpu_a_ran"], r["cpu_b_ran"]) == (a, b, a, b)
+        assert r["handoffs"] == r["handoffs_expected"] > 0 and r["samples"] == 5 and len(r["seconds"]) == 5
+        assert 0 < r["handoff_min_ns"] <= r["handoff_p10_ns"] <= r["handoff_ns"] <= r["handoff_p90_ns"]
+        assert r["ns_per_load"] == r["handoff_ns"] and 1 < r["handoff_ns"] < 1e6
+        assert r["sample_min_ns"] >= 20 * r["timer_granularity_ns"]
+    assert records[2]["clean_lines"] == 64 and records[0]["clean_lines"] is None
+
+
+@pytest.mark.skipif(len(ALLOWED) < 2, reason="needs 2 CPUs")
+def test_lost_handoff_and_coarse_timer_fail(binary):
+    rc, records, _ = run(binary, *FAST, "--op", "cas,two_line", "--test-corrupt")
+    assert rc == 1 and [r["status"] for r in records] == ["failed", "failed"]
+    assert all("validation failed: hand-offs counted" in r["reason"] and r["handoff_ns"] is None for r in records)
+    # a sample under 20 ticks is the clock's number, not the machine's: failed, never 0 ns
+    rc, records, _ = run(binary, *FAST, "--op", "cas", env={"MEMBENCH_TEST_C2C_GRANULARITY_NS": "10000000"})
+    assert rc == 1 and records[0]["status"] == "failed"
+    assert "below the timer's resolution" in records[0]["reason"] and records[0]["ns_per_load"] is None
+
+
+@pytest.mark.skipif(len(ALLOWED) < 2, reason="needs 2 CPUs")
+def test_every_pair_of_the_team(binary):
+    rc, records, err = run(binary, *FAST, "--op", "cas", "--samples", "3")
+    assert rc == 0, err
+    assert [(r["cpu_a"], r["cpu_b"]) for r in records] == [(ALLOWED[0], ALLOWED[1])]
+
+
+# ------------------------------------------------------ summaries, figure
+
+
+def fake_records(topo: dict, pairs: list[tuple[int, int]], spec) -> pd.DataFrame:
+    rows = []
+    for rep in range(2):
+        for op in ("cas", "two_line"):
+            for a, b in pairs:
+                record = {"cpu_a": a, "cpu_b": b}
+                keys = c2c_pairs.pair_keys(record, topo, spec(a, b))
+                base = {"smt": 10, "same_l2": 20, "same_l3": 40, "same_package": 80, "other_package": 160}[keys["pair_class"]]
+                rows.append({"system": "s", "experiment": "m", "variant": "default", "kernel": "c2c", "op": op,
+                             "status": "ok", "reason": None, "handoff_ns": base + rep, "handoff_p10_ns": base - 1,
+                             "handoff_p90_ns": base + 5, **record, **keys})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_class_table_and_heat_map_at_64_cpus():
+    topo = synthetic(l3_per_package=2, l2_per_l3=4, cores_per_l2=2)  # 2 x 2 x 4 x 2 x 2 = 64 CPUs
+    cpus = [c["cpu"] for c in topo["cpus"]]
+    pairs = [(a, b) for i, a in enumerate(cpus) for b in cpus[i + 1 :]]
+    table = fake_records(topo, pairs, lambda a, b: "all")
+    classes = c2c_summary.class_table(table)
+    assert list(classes["pair_class"].unique()) == list(c2c_pairs.CLASSES)  # nearest first
+    cas = classes[classes["op"] == "cas"].set_index("pair_class")
+    assert cas.loc["smt", "pairs"] == 32 and cas.loc["smt", "records"] == 64
+    assert cas.loc["other_package", "handoff_ns_median"] == 160.5
+    assert cas["pairs"].sum() == 64 * 63 // 2
+    report = c2c_summary.report_table(classes)
+    assert len(report["rows"]) == 10 and report["rows"][0][:3] == ["smt", "cas", "10.5"]
+    pair_rows = c2c_summary.pair_table(table)
+    assert len(pair_rows) == 2 * 64 * 63 // 2 and pair_rows["full_matrix"].all()
+    pair_rows = pd.read_csv(pd.io.common.StringIO(pair_rows.to_csv(index=False)))  # as the figure reads it
+    svg = c2c_svg(pair_rows, "m", "m-handoff")
+    assert svg.startswith("<?xml") or "<svg" in svg[:400]
+    assert len(svg) < 1_500_000, len(svg)  # bounded: one image per op, not 4032 shapes
+
+
+def test_class_figure_of_a_sample():
+    topo = synthetic()
+    sample = c2c_pairs.sample(topo, 3)
+    table = fake_records(topo, [p for pairs in sample.values() for p in pairs], lambda a, b: "x:0")
+    pair_rows = c2c_summary.pair_table(table)
+    assert not pair_rows["full_matrix"].any() and len(pair_rows) == 2 * 15
+    assert "<svg" in c2c_svg(pair_rows, "m", "m-handoff")[:400]
+
+
+def test_hierarchy_rows_from_the_classes():
+    topo = synthetic()
+    sample = c2c_pairs.sample(topo, 2)
+    classes = c2c_summary.class_table(fake_records(topo, [p for v in sample.values() for p in v], lambda a, b: "x:0"))
+    rows = c2c_summary.hierarchy_rows(classes)["s"]
+    assert list(rows) == list(c2c_summary.HIERARCHY_ROWS.values())
+    assert rows["c2c: modified in the other package"]["ns"] == 160.5
+    assert "2 other_package pair(s)" in rows["c2c: modified in the other package"]["derivation"]
