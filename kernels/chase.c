@@ -85,7 +85,7 @@ const mb_famopt_t mb_chase_options[] = {
      "cycle over the whole working set", "full"},
     {"seed", "N", 20240601, 0, (1LL << 62), "random seed of the permutation (recorded)", NULL},
     {"chunk-ms", "MS", 10, 1, 10000, "minimum duration of one timed chunk", NULL},
-    {"spacing", "BYTES", MB_CHASE_DEFAULT_SPACING, 1, 1LL << 40,
+    {"spacing", "BYTES", MB_CHASE_DEFAULT_SPACING, 0, 1LL << 40,
      "op random: bytes per pointer slot (one pointer per slot), a power of two from "
      "the line size to a page; 256 = multichase's default stride", NULL},
     {NULL, NULL, 0, 0, 0, NULL, NULL},

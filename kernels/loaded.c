@@ -59,7 +59,7 @@ const mb_famopt_t mb_loaded_options[] = {
      "chase); full = one random cycle over the whole working set", "full"},
     {"seed", "N", 20240601, 0, (1LL << 62), "random seed of the chase permutation", NULL},
     {"chunk-ms", "MS", 10, 1, 10000, "minimum duration of one timed chase chunk", NULL},
-    {"spacing", "BYTES", MB_CHASE_DEFAULT_SPACING, 1, 1LL << 40,
+    {"spacing", "BYTES", MB_CHASE_DEFAULT_SPACING, 0, 1LL << 40,
      "bytes per pointer slot of the random chase, a power of two from the line size "
      "to a page (as chase)", NULL},
     {NULL, NULL, 0, 0, 0, NULL, NULL},
