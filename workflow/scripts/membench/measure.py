@@ -313,7 +313,7 @@ def measure_cell(
         model = variants.families(variants.load_variants(variants_file))[request.kernel]["memory"]
         fit = memory.check(
             model, size=resolved["size"], threads=resolved["threads"], ops=request.ops, pages=request.pages,
-            policy=resolved["policy"], root=Path(host_root),
+            policy=resolved["policy"], root=Path(host_root), spacing=request.chase_spacing,
         )  # fmt: skip
         skip_reason = fit.skip_reason
     with open(log, "w") if isinstance(log, (str, Path)) else nullcontext(log) as log_fh:

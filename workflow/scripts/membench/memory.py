@@ -23,8 +23,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# The chase's visiting order holds one index per line; 64 bytes is the
-# smallest line it is built over in practice, so the estimate errs high.
+# The chase's visiting order holds one index per pointer slot (the cell's
+# chase_spacing); without one, per 64-byte line, the smallest slot it is
+# built over in practice, so the estimate errs high.
 CACHE_LINE = 64
 # cgroup v1 writes "no limit" as a page-rounded LONG_MAX.
 V1_UNLIMITED = 2**60
@@ -50,7 +51,7 @@ def human(n: int) -> str:
     return f"{n} B"
 
 
-def cell_need(model: dict, size: int, threads: int, ops: tuple[str, ...]) -> Need:
+def cell_need(model: dict, size: int, threads: int, ops: tuple[str, ...], spacing: int = CACHE_LINE) -> Need:
     """Bytes one harness process allocates: its arrays, the load threads'
     arrays (loaded; the ops run one after the other) and the visiting order
     (chase, loaded)."""
@@ -61,7 +62,7 @@ def cell_need(model: dict, size: int, threads: int, ops: tuple[str, ...]) -> Nee
         total += (threads - 1) * per * size
         parts.append(f"{threads - 1} load threads x {per} x {human(size)}")
     if "order_bytes_per_line" in model:
-        order = size // CACHE_LINE * model["order_bytes_per_line"]
+        order = size // spacing * model["order_bytes_per_line"]
         total += order
         parts.append(f"{human(order)} visiting order")
     return Need(total, " + ".join(parts))
@@ -171,10 +172,10 @@ class Fit:
 
 
 def check(model: dict, *, size: int, threads: int, ops: tuple[str, ...], pages: str, policy: str,
-          root: Path = Path("/")) -> Fit:  # fmt: skip
+          root: Path = Path("/"), spacing: int = CACHE_LINE) -> Fit:  # fmt: skip
     """Skip reason (both numbers in it) when the cell needs more than the
     host can give; a note when the bound nodes report less free memory."""
-    need = cell_need(model, size, threads, ops)
+    need = cell_need(model, size, threads, ops, spacing)
     if pages.startswith("hugetlb"):
         # The arrays come from the reserved huge-page pool, which
         # MemAvailable does not count; the harness checks the pool itself.
