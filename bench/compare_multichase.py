@@ -38,9 +38,14 @@ Like with like:
   median and spread (min - max) are reported, and each tool's own
   repetition spread (min / median / max, +-% of the median).
 
-What still differs: membench visits its slots in two passes, even slots
-then odd ones (against the adjacent-line prefetcher at --spacing 64; at
-256 every slot is in its own 128-byte pair anyway).
+- the same placement in the slot: each pointer on a pseudo-random line of
+  its slot, the pattern repeating every 64 slots, as multichase's "mixer"
+  (pointers all at slot starts read 0.45 of multichase at 256).
+
+What still differs: at --spacing 64 membench visits its slots in two
+passes, even lines then odd ones, against the adjacent-line prefetcher;
+multichase has one pass. From 128 bytes on, no two slots share a 128-byte
+pair and membench takes one pass too (two read 8 % high at 256).
 
 multichase is built from ../shared/ref/multichase (relative to the
 repository root; --multichase-src to change) in a temporary copy; when it
