@@ -173,7 +173,7 @@ def _pair_keys(base: pd.DataFrame, new: pd.DataFrame, knobs: list[str]) -> tuple
     for knob in knobs:
         column = both[knob]
         mapping = {v: json.dumps(_norm(v)) for v in column.dropna().unique()}
-        texts[knob] = column.map(mapping).fillna("null").astype(object)
+        texts[knob] = column.map(mapping).astype(object).fillna("null")
     ids = texts.groupby(knobs, sort=False, dropna=False).ngroup().to_numpy()
     first = texts.groupby(ids, sort=False).head(1)
     names = np.empty(ids.max() + 1, dtype=object)

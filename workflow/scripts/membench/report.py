@@ -22,7 +22,7 @@ from membench import node_pairs
 from membench.node_matrix import experiment_matrices, table_context
 from membench.records import write_text_atomic
 from membench.concurrency import effective_concurrency, idle_latencies
-from membench.c2c_summary import report_table
+from membench.c2c_summary import hierarchy_rows, report_table
 from membench.injection import loaded_little_table
 from membench.headline import system_headlines
 from membench.hierarchy import hierarchy, measured_clocks
@@ -186,6 +186,17 @@ def _matrices(cells: pd.DataFrame, problems: pd.DataFrame, systems: dict, experi
     return out
 
 
+def c2c_hierarchy_rows(classes: pd.DataFrame | None) -> dict[str, dict[str, dict]]:
+    """The hierarchy table's cache-to-cache rows, as the AWS paper has them:
+    a line modified in another core (two_line) and a clean, read-shared one
+    (clean), per locality class measured."""
+    rows = hierarchy_rows(classes, op="two_line")
+    for system, clean in hierarchy_rows(classes, op="clean").items():
+        for label, row in clean.items():
+            rows.setdefault(system, {})[label.replace("modified in", "clean (read-shared) in")] = row
+    return rows
+
+
 def build_context(
     *,
     config: dict,
@@ -229,7 +240,8 @@ def build_context(
         )
     latencies = idle_latencies(cells)
     best = best_shares(shares)
-    levels = hierarchy(cells, {name: system["topology"] for name, system in systems.items()}, measured_clocks(cells))
+    levels = hierarchy(cells, {name: system["topology"] for name, system in systems.items()}, measured_clocks(cells),
+                       c2c_hierarchy_rows(c2c_classes))
     headlines = system_headlines(cells, ec, latencies, modes, systems, list(config["experiments"]), levels)
     for headline in headlines:  # the theoretical peak and the best share per family, on the first screen too
         headline["theoretical"] = peaks[headline["system"]]
