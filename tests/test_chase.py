@@ -268,8 +268,9 @@ def check_statistic(r):
 def test_chase_records_carry_the_statistic(bins):
     """Small working sets (one stretch of whole cycles) and a 32 MiB one cut
     into many stretches."""
+    # a pointer per line: 4 x the loads of the default spacing, many 1 ms stretches
     recs = ok_run(bins["chase"], "--op", "random,stride", "--size", str(32 * MIB), "--sweep-from", str(16 * MIB),
-                  "--ntimes", "3", "--chunk-ms", "1")
+                  "--ntimes", "3", "--chunk-ms", "1", "--spacing", "64")
     recs += ok_run(bins["chase"], "--op", "random", "--size", "65536", "--ntimes", "5", "--chunk-ms", "1")
     for r in recs:
         check_statistic(r)
