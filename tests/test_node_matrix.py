@@ -47,10 +47,23 @@ def make_topology(nodes: int, cpus_per_node: int = 2, memory_only: tuple[int, ..
             "llc_bytes": 32 * 2**20, "line_bytes": 64, "cores": cpu, "packages": nodes}  # fmt: skip
 
 
-def load_matrix_config() -> tuple[dict, list]:
+def load_matrix_config(mixes: bool = False) -> tuple[dict, list]:
+    """config/numa_matrix.yaml; by default its two matrices only (the mixes
+    per pair are tested by test_the_matrix_config_holds_the_five_mixes_per_pair)."""
     import yaml
 
-    return config_checks.load(yaml.safe_load(MATRIX_CONFIG.read_text()), SCHEMA, TABLE)
+    config = yaml.safe_load(MATRIX_CONFIG.read_text())
+    if not mixes:
+        config["experiments"].pop("mix_matrix")
+    return config_checks.load(config, SCHEMA, TABLE)
+
+
+def test_the_matrix_config_holds_the_five_mixes_per_pair():
+    _, cells = load_matrix_config(mixes=True)
+    mixes = [c for c in cells if c.experiment == "mix_matrix"]
+    assert mixes and all(c.kernel == "mix" and c.affinity == "node:each" and c.policy == "bind:each" for c in mixes)
+    concrete = node_pairs.expand_pairs(mixes, make_topology(4))
+    assert len(concrete) == 16 and {c.policy for c in concrete} == {f"bind:{j}" for j in range(4)}
 
 
 # ------------------------------------------------------------ expansion
@@ -103,7 +116,7 @@ def test_each_pair_is_its_own_request():
 def test_the_round_expands_pairs_from_the_topology():
     import yaml
 
-    config, _ = config_checks.load(yaml.safe_load(MATRIX_CONFIG.read_text()), SCHEMA, TABLE)
+    config, _ = load_matrix_config()
     study = rounds.round_study(config, 0)
     assert len(rounds.study_cells(study, 0, TABLE, make_topology(4))) == 32
     assert len(rounds.study_cells(study, 0, TABLE, make_topology(1))) == 2
@@ -279,7 +292,7 @@ def test_report_renders_the_matrices_with_settings(tmp_path):
     cells, problems = summarised(topo)
     import yaml
 
-    config, _ = config_checks.load(yaml.safe_load(MATRIX_CONFIG.read_text()), SCHEMA, TABLE)
+    config, _ = load_matrix_config()
     from membench.topology import read_environment
 
     env = {**read_environment(), "numa_balancing": 1, "zone_reclaim_mode": 0, "thp_enabled": "madvise", "thp_defrag": "madvise",

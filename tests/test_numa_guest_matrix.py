@@ -51,6 +51,10 @@ WRAPPER = b'#!/bin/sh\nfamily=$1\nshift\nexec /bin/mb-$family "$@"\n'
 def guest_config() -> tuple[dict, list]:
     config = yaml.safe_load((REPO / "config" / "numa_matrix.yaml").read_text())
     config.update(repeats=1, ntimes=2)
+    # The mixes per pair take the bandwidth matrix's placement path (node:I
+    # threads, bind:J pages); their -march=native build is not for an
+    # emulated CPU, so the guest proves placement on the two matrices.
+    config["experiments"].pop("mix_matrix")
     for name, changes in TINY.items():
         config["experiments"][name].update(changes)
     return config_checks.load(config, SCHEMA, TABLE)
