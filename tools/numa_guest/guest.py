@@ -245,11 +245,13 @@ def boot(
     base_initrd: Path,
     workdir: Path,
     dump_sysfs: bool = False,
-    timeout: float = 90,
+    timeout: float = 240,
     binaries: dict[str, Path] | None = None,
 ) -> GuestRun:
     """Boot the guest once, run each case (harness argv) inside, power off.
-    QEMU is killed (its whole process group) on timeout or any error."""
+    QEMU is killed (its whole process group) on timeout or any error. The
+    timeout is generous: an emulated guest on a busy 2-core host boots in
+    tens of seconds, and a probe boot once ran past 90 s under load."""
     workdir.mkdir(parents=True, exist_ok=True)
     initrd = workdir / f"initrd-{layout.name}.cpio"
     base = base_initrd.read_bytes()
