@@ -110,3 +110,16 @@ def test_rows_without_page_size_are_shown_once_for_every_page_size():
     (table,) = hierarchy.hierarchy(both, {"box": TOPOLOGY}, extra_rows=extra)
     row = next(r for r in table["rows"] if r["level"].startswith("modified"))
     assert set(row["per_pages"]) == {"4k", "thp"} and row["derivations"] == ["c2c two_line, 3 pairs"]
+
+
+def test_levels_are_named_by_the_lines_a_sparse_chase_touches():
+    """One pointer per 256 B: a 128 KiB span touches 32 KiB of lines, so it
+    is still L1 (48 KiB), and the derivation says both."""
+    sweep = {ws: (1.2 if ws <= 128 * KiB else 4.5 if ws <= 4 * MiB else 21 if ws <= 64 * MiB else 105)
+             for ws in (2**k for k in range(12, 31))}  # fmt: skip
+    cells = curve(sweep).assign(chase_spacing_requested=256)
+    (table,) = hierarchy.hierarchy(cells, {"box": {**TOPOLOGY, "line_bytes": 64}})
+    rows = {row["level"]: row["per_pages"]["4k"] for row in table["rows"]}
+    assert rows["L1"]["ns"] == pytest.approx(1.2) and rows["L2"]["ns"] == pytest.approx(4.5)
+    assert "plateau 1 KiB–32 KiB of lines (one pointer per 256 B" in rows["L1"]["derivation"]
+    assert rows["memory"]["ns"] == pytest.approx(105)

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from membench.concurrency import PAGE_BYTES
-from membench.matrix import DEFAULT_CHASE_GROUP, group_text, size_text
+from membench.matrix import DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING, group_text, size_text
 
 # A point belongs to the plateau in hand while its latency lies within
 # FLAT of the plateau's median (in log terms); one stray point is forgiven
@@ -118,12 +118,14 @@ def name_plateaus(found: list[Plateau], levels: list[tuple[str, int]]) -> dict[s
     return named
 
 
-def derivation(name: str, plateau: Plateau | None, sizes: dict[str, int], largest: int | None) -> str:
+def derivation(name: str, plateau: Plateau | None, sizes: dict[str, int], largest: int | None, note: str = "") -> str:
+    """How a row was found; sizes are bytes of lines touched (`note` says
+    so when they differ from the working set's span)."""
     if plateau is None:
         if name == MEMORY and largest is not None:
-            return f"no plateau past the last-level cache up to {size_text(largest)}: not found"
+            return f"no plateau past the last-level cache up to {size_text(largest)}{note}: not found"
         return "no plateau found" + (f" (sysfs {size_text(sizes[name])})" if name in sizes else "")
-    text = f"plateau {size_text(plateau.first_bytes)}–{size_text(plateau.last_bytes)} ({plateau.points} points)"
+    text = f"plateau {size_text(plateau.first_bytes)}–{size_text(plateau.last_bytes)}{note} ({plateau.points} points)"
     if plateau.next_bytes is not None:
         text += f", rises by {size_text(plateau.next_bytes)}"
     if name in sizes:
@@ -143,7 +145,22 @@ def sweep_curves(cells: pd.DataFrame) -> pd.DataFrame:
         default = chase["chase_group_requested"].map(lambda g: not pd.isna(g) and group_text(g) == group_text(DEFAULT_CHASE_GROUP))
         has_default = default.groupby([chase["system"], chase["pages"]]).transform("any")
         chase = chase[default | ~has_default]
+    if "chase_spacing_requested" in chase:  # one spacing per curve: the default when measured
+        spacing = chase["chase_spacing_requested"]
+        default = spacing == DEFAULT_CHASE_SPACING
+        has_default = default.groupby([chase["system"], chase["pages"]]).transform("any")
+        chase = chase[default | ~has_default | spacing.isna()]
     return chase
+
+
+def touched_bytes(working_sets: pd.Series, spacing, line_bytes: int) -> pd.Series:
+    """The bytes of cache lines a chase over these working sets touches: one
+    line per pointer, one pointer per `spacing` bytes (records from before
+    the spacing axis had a pointer in every line). Caches hold lines, so the
+    levels are named by these, not by the span."""
+    if spacing is None or pd.isna(spacing) or spacing <= line_bytes:
+        return working_sets
+    return working_sets * line_bytes // int(spacing)
 
 
 def matrix_memory_rows(cells: pd.DataFrame, system: str) -> dict[str, dict[str, dict]]:
@@ -211,16 +228,24 @@ def hierarchy(
         clock = (clocks or {}).get(system) or {"ghz": None, "source": "core clock not measured: cycles not shown"}
         pages = sorted(dict.fromkeys(mine["pages"]), key=lambda p: PAGE_BYTES.get(p, math.inf))  # 4k first
         rows: dict[str, dict] = {}
+        line_bytes = int(topologies.get(system, {}).get("line_bytes") or 64)
         for page in pages:
-            curve = mine[mine["pages"] == page].groupby("working_set_bytes")["ns_median"].median()
-            named = name_plateaus(plateaus(curve.index, curve.values), levels)
+            points = mine[mine["pages"] == page]
+            spacing = points["chase_spacing_requested"].iloc[0] if "chase_spacing_requested" in points else None
+            curve = points.groupby("working_set_bytes")["ns_median"].median()
+            lines = touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
+            named = name_plateaus(plateaus(lines.values, curve.values), levels)
+            note = (
+                f" of lines (one pointer per {int(spacing)} B: spans {int(spacing) // line_bytes}× larger)"
+                if lines.ne(curve.index.to_series()).any() else ""
+            )
             for name, plateau in named.items():
                 row = rows.setdefault(name, {"level": name, "per_pages": {}})
                 ns = plateau.ns if plateau else None
                 row["per_pages"][page] = {
                     "ns": ns,
                     "cycles": _cycles(ns, clock["ghz"]),
-                    "derivation": derivation(name, plateau, sizes, int(curve.index.max())),
+                    "derivation": derivation(name, plateau, sizes, int(lines.max()), note),
                 }
         matrix_rows = matrix_memory_rows(cells, system)
         for per_pages in matrix_rows.values():
