@@ -29,15 +29,17 @@ include: "workflow/rules/report.smk"
 
 
 # Snakemake alone never stops a running job (SIGTERM waits for it, SIGINT
-# relies on a terminal); membench.stopping says why and what this does.
+# relies on a terminal); membench.measure.stopping says why and what this does.
 onstart:
+    from membench.measure import stopping
+
     stopping.stop_measurements_on_signal(marker=MEASURE_ROUND.name)
 
 
 # The topology is named here too: a deleted results/<system>/topology.json
 # is probed again (as an input of later rules only, Snakemake would leave it
 # missing while their outputs exist). The rounds then rerun and keep every
-# stored repetition: the machine is judged by content (membench.identity).
+# stored repetition: the machine is judged by content (membench.measure.identity).
 rule all:
     default_target: True
     input:

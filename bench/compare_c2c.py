@@ -52,7 +52,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from membench import variants  # noqa: E402
+from membench.plan import variants  # noqa: E402
 
 KERNELS = REPO / "kernels"
 TOOL = "core-to-core-latency"

@@ -53,7 +53,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from membench import variants  # noqa: E402
+from membench.plan import variants  # noqa: E402
 
 KERNELS = REPO / "kernels"
 # The contenders (McCalpin's best: many pages per loop, with and without

@@ -47,7 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from compare_likwid import KERNELS, build, elements, log, run_likwid, run_membench  # noqa: E402
-from membench import variants  # noqa: E402
+from membench.plan import variants  # noqa: E402
 
 # op -> (likwid kernel base, read streams, write streams)
 PAIRS = {

@@ -69,7 +69,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from membench import chase_stats, variants  # noqa: E402
+from membench.plan import variants  # noqa: E402
+from membench.analyse import chase_stats
 
 KERNELS = REPO / "kernels"
 DEFAULT_SRC = REPO.parent / "shared" / "ref" / "multichase"

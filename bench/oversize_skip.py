@@ -23,7 +23,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from membench import measure, memory  # noqa: E402
+from membench.core.text import size_text  # noqa: E402
+from membench.measure import memory  # noqa: E402
+from membench.measure import harness as measure
 
 LIMIT_S = 1.0
 CALLS = 20
@@ -65,7 +67,7 @@ def main() -> int:
         subprocess.run([sys.executable, "-c", fresh], check=True, capture_output=True)
         process_s = time.perf_counter() - start
         started = (work / "started").exists()
-    print(f"oversize STREAM cell: 3 arrays x {memory.human(size)} on this host")
+    print(f"oversize STREAM cell: 3 arrays x {size_text(size)} on this host")
     print(f"status {record['status']}: {record['reason']}")
     print(f"in-process skip: median {statistics.median(times) * 1e3:.1f} ms, worst {max(times) * 1e3:.1f} ms ({CALLS} calls)")
     print(f"fresh Python process (imports included): {process_s * 1e3:.0f} ms")

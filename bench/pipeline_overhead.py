@@ -36,7 +36,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from membench.records import read_jsonl  # noqa: E402
+from membench.core.atomic_files import read_jsonl  # noqa: E402
 
 SNAKEMAKE = Path(sys.executable).parent / "snakemake"
 WORKFLOW_PARTS = ["Snakefile", "workflow", "kernels", "reports", "profiles", "config", "envs"]

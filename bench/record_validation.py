@@ -3,7 +3,7 @@
 test): collect_runs of the Colfax study (config/colfax_stream.yaml at
 repeats: 1000, 27,000 repetitions, ~108,000 records, synthetic runs of a
 4-socket 120-CPU node; tools/synthetic_runs.py, generated first, untimed)
-with every check (record schema, path, request: membench.stored) against
+with every check (record schema, path, request: membench.store.stored) against
 the same collect without them (the plain reader), in interleaved pairs in
 one sitting. Reported: the median time of each and their ratio, against
 the target: validation adds at most 20 % (ratio <= 1.20).
@@ -29,9 +29,11 @@ sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 import synthetic_runs  # noqa: E402
 import yaml  # noqa: E402
 
-from membench import collect, config_checks, variants  # noqa: E402
-from membench.records import read_jsonl, write_text_atomic  # noqa: E402
-from membench.stored import Expected  # noqa: E402
+from membench.plan import variants  # noqa: E402
+from membench.store import collect
+from membench.plan import checks as config_checks
+from membench.core.atomic_files import read_jsonl, write_text_atomic  # noqa: E402
+from membench.store.stored import Expected  # noqa: E402
 
 TARGET = 1.20
 MACHINE = "4x15x2"

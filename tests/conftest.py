@@ -8,7 +8,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from membench import variants  # noqa: E402
+from membench.plan import variants  # noqa: E402
 
 # What a copy of the workflow needs to run somewhere else.
 WORKFLOW_PARTS = ["Snakefile", "workflow", "kernels", "reports", "profiles", "config", "envs"]

@@ -15,10 +15,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from membench import c2c_pairs, c2c_summary, config_checks, measure, rounds, variants
-from membench.c2c_figures import c2c_svg
-from membench.matrix import ConfigError
-from membench.records import contract_problems
+from membench.plan import c2c_pairs
+from membench.analyse import c2c_summary
+from membench.plan import checks as config_checks
+from membench.measure import harness as measure
+from membench.plan import rounds
+from membench.plan import variants
+from membench.figures.c2c import c2c_svg
+from membench.plan.grammar import ConfigError
+from membench.core.atomic_files import contract_problems
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"

@@ -1,7 +1,7 @@
 """Tests of the latency families (kernels/chase.c, kernels/loaded.c).
 
 The binaries are built once per module with the pipeline's build command
-(membench.variants.compile_argv).  The permutation itself is checked by a C
+(membench.plan.variants.compile_argv).  The permutation itself is checked by a C
 unit test compiled here against kernels/chase_cycle.c (the builders) and
 kernels/chase.c (the kernel): it walks the chain pointer by pointer,
 independently of the harness's own verification.  Working sets are tiny
@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from membench import chase_stats, variants
-from membench.records import contract_problems
+from membench.analyse import chase_stats
+from membench.plan import variants
+from membench.core.atomic_files import contract_problems
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"

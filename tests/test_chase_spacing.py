@@ -6,7 +6,10 @@ import pytest
 from test_chase import FAST, MIB, run
 from test_chase import bins  # noqa: F401  (the module's built binaries)
 
-from membench import matrix, measure, rounds, variants
+from membench.plan import grammar as matrix
+from membench.measure import harness as measure
+from membench.plan import rounds
+from membench.plan import variants
 from test_matrix import load
 from test_matrix import schema_path, table  # noqa: F401
 

@@ -4,7 +4,7 @@ ns_per_load is the stretch-min-mean: every walk of the cycle is cut into the
 same stretches, each stretch's fastest walk is kept, and their sum is divided
 by a walk's loads.  Checked three ways: the C functions on synthetic chunk
 times (through a small driver compiled here) against the Python reader
-membench.chase_stats; a synthetic working set with one fast region, where the
+membench.analyse.chase_stats; a synthetic working set with one fast region, where the
 best chunk is pulled to that region and the statistic is not; real chase and
 loaded records, whose ns_per_load is recomputed from their own `seconds`, are
 checked in tests/test_chase.py (check_statistic).
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from membench import chase_stats
+from membench.analyse import chase_stats
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"

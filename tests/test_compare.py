@@ -23,8 +23,9 @@ from conftest import REPO  # noqa: E402
 sys.path.insert(0, str(REPO / "tools"))
 
 import synthetic_runs  # noqa: E402
-from membench import compare, compare_stats  # noqa: E402
-from membench.compare_output import run_compare  # noqa: E402
+from membench.compare import stats as compare_stats  # noqa: E402
+from membench.compare import match as compare
+from membench.compare.output import run_compare  # noqa: E402
 
 SYSTEM = "two-socket"
 SCRIPT = REPO / "workflow" / "scripts" / "compare_results.py"
@@ -220,7 +221,7 @@ def test_placement_that_differs_is_marked(study, tmp_path):
 
 
 def test_the_figure_stays_bounded_at_many_cells():
-    from membench import compare_html
+    from membench.compare import html as compare_html
 
     rows = [{"experiment": "big", "cell": f"big/stream-default/t{i}", "op": "triad", "working_set_bytes": None,
              "placement_class": "all", "unit": "GB/s", "ratio": 1.0, "ratio_low": 0.99, "ratio_high": 1.01,

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from membench import concurrency
+from membench.analyse import concurrency
 
 
 def cell(**values):

@@ -25,7 +25,7 @@ from functools import lru_cache
 
 import pytest
 
-from membench import variants
+from membench.plan import variants
 from test_variants import OWN, TABLE, binary, build_all, op_nontemporal
 
 pytestmark = pytest.mark.skipif(

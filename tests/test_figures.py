@@ -8,7 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from membench import collect, figures, placement, stats
+from membench.store import collect
+from membench.figures import bandwidth
+from membench.figures import distribution
+from membench.plan import figure_kinds
+from membench.figures import latency
+from membench.store import placement_classes as placement
+from membench.analyse import stats
 
 RNG = np.random.default_rng(7)
 
@@ -44,7 +50,7 @@ def tables():
 @pytest.mark.parametrize("kind", ["scaling", "size"])
 def test_cell_figures(tables, kind):
     _, cells = tables
-    svg = {"scaling": figures.scaling_svg, "size": figures.size_svg}[kind](cells, f"t-{kind}")
+    svg = {"scaling": bandwidth.scaling_svg, "size": bandwidth.size_svg}[kind](cells, f"t-{kind}")
     assert svg.startswith("<svg") and "GB/s = 1e9 B/s" in svg
     assert "alpha" in svg and "beta" in svg  # one series per system
 
@@ -58,14 +64,14 @@ TOPOLOGY = {
 
 def test_histogram(tables):
     measurements, _ = tables
-    svg = figures.histogram_svg(measurements, "t-histogram")
+    svg = distribution.histogram_svg(measurements, "t-histogram")
     assert svg.startswith("<svg") and "1 GB/s bins" in svg and "threads = 2" in svg
 
 
 def test_placement_figure_colours_runs_by_class(tables):
     measurements, _ = tables
     classified = collect.records_table(measurements.to_dict("records"), {"alpha": TOPOLOGY, "beta": TOPOLOGY})
-    svg = figures.placement_svg(classified, "t-placement")
+    svg = distribution.placement_svg(classified, "t-placement")
     assert svg.startswith("<svg") and "log scale" in svg
     # [0, 0]: two threads on CPU 0, pages on node 0; [0, 1]: one each, half the pages remote
     assert "pages local · oversubscribed" in svg and "pages split · 1 thread/CPU" in svg
@@ -85,25 +91,25 @@ def test_placement_figure_legend_stays_bounded():
     table = collect.records_table(rows, {"s": TOPOLOGY})
     labels = placement.figure_classes(table)
     assert 1 < labels.nunique() <= placement.MAX_FIGURE_CLASSES
-    svg = figures.placement_svg(table, "t-many")
+    svg = distribution.placement_svg(table, "t-many")
     assert svg.count(" runs)</text>") == labels.nunique()
 
 
 def test_size_sweep_adds_the_spill_curve():
-    assert "size" in figures.kinds_for({"kernel": "stream", "size": ["1GiB", "8GiB"]})
-    assert "size" not in figures.kinds_for({"kernel": "stream", "size": ["auto"]})
-    assert figures.kinds_for({"kernel": "chase", "size": ["1GiB", "2GiB"]}) == ("latency",)
+    assert "size" in figure_kinds.kinds_for({"kernel": "stream", "size": ["1GiB", "8GiB"]})
+    assert "size" not in figure_kinds.kinds_for({"kernel": "stream", "size": ["auto"]})
+    assert figure_kinds.kinds_for({"kernel": "chase", "size": ["1GiB", "2GiB"]}) == ("latency",)
 
 
 def test_figures_of_nothing_say_so(tables):
     _, cells = tables
-    svg = figures.scaling_svg(cells.assign(n_ok=0), "t-empty")
+    svg = bandwidth.scaling_svg(cells.assign(n_ok=0), "t-empty")
     assert "no successful measurements" in svg
 
 
 def test_svg_ids_differ_between_figures(tables):
     _, cells = tables
-    first, second = figures.scaling_svg(cells, "one"), figures.scaling_svg(cells, "two")
+    first, second = bandwidth.scaling_svg(cells, "one"), bandwidth.scaling_svg(cells, "two")
     ids = lambda svg: set(__import__("re").findall(r'id="([^"]+)"', svg))  # noqa: E731
     assert ids(first) and not ids(first) & ids(second)  # both can be inlined in one page
 
@@ -116,7 +122,7 @@ def test_latency_figure_ticks_in_binary_units_and_one_curve_per_group():
         for group in (262144, "full") for k in range(12, 31)
     ]  # fmt: skip
     caches = {"alpha": [{"level": 1, "size_bytes": 32768}]}
-    svg = figures.latency_svg(pd.DataFrame(rows), caches, "t-latency")
+    svg = latency.latency_svg(pd.DataFrame(rows), caches, "t-latency")
     for label in ("4 KiB", "256 KiB", "16 MiB", "1 GiB"):
         assert f">{label}<" in svg, label
     assert "2^{" not in svg and "$2" not in svg  # no 2^n tick labels

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.topology import thp_mode
+from membench.probe.topology import thp_mode
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"

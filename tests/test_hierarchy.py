@@ -4,7 +4,7 @@ the sysfs cache sizes; what is not found is said to be not found."""
 import pandas as pd
 import pytest
 
-from membench import hierarchy
+from membench.analyse import hierarchy
 
 KiB, MiB = 2**10, 2**20
 TOPOLOGY = {

@@ -16,8 +16,18 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from membench import collect, config_checks, identity, measure, rounds, stopping, store_errors, superseded, variants
-from membench import stored as stored_records
+from membench.core import layout
+from membench.store import collect
+from membench.plan import checks as config_checks
+from membench.measure import identity
+from membench.measure import harness as measure
+from membench.plan import rounds
+from membench.measure import rounds as measure_rounds
+from membench.measure import stopping
+from membench.core import store_errors
+from membench.measure import superseded
+from membench.plan import variants
+from membench.store import stored as stored_records
 
 VARIANTS = variants.load_variants(REPO / "kernels" / "variants.yaml")
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -59,7 +69,7 @@ def box(tmp_path):
         def round(self, cells, k=0, **kwargs):
             with open(tmp_path / "log", "a") as log:
                 plan = rounds.plan_round(cells, "box", k, 1, VARIANTS)
-                return rounds.measure_round(plan, topology=str(topology), bin_dir=str(bin_dir), runs_dir=str(self.runs), log=log, **kwargs)
+                return measure_rounds.measure_round(plan, topology=str(topology), bin_dir=str(bin_dir), runs_dir=str(self.runs), log=log, **kwargs)
 
         def started(self):
             return len(starts.read_text().splitlines()) if starts.exists() else 0
@@ -99,11 +109,11 @@ def test_a_real_change_moves_the_old_file_aside_named_by_what_changed(box):
     box.topology.write_text(json.dumps({**TOPOLOGY, "nodes": [{**TOPOLOGY["nodes"][0], "distances": [11]}]}))
     assert len(box.round(cells)["superseded"]) == 2
     assert [p.name.split("-")[0] for p in sorted((box.results / "superseded").iterdir())] == ["binary", "machine"]
-    counts = superseded.counts(box.results)
+    counts = layout.superseded_counts(box.results)
     assert counts == {cell.id: 2 for cell in cells}
     # the same change again (the same old digest): nothing there is replaced
     first = stored(box.results / "superseded")
-    path = Path(rounds.run_path(str(box.runs), cells[0], 0))
+    path = Path(layout.run_path(str(box.runs), cells[0], 0))
     superseded.move_aside(path, box.runs, next(iter(sorted((box.results / "superseded").iterdir()))).name)
     assert all(stored(box.results / "superseded")[f] == first[f] for f in first)
     assert len(stored(box.results / "superseded")) == len(first) + 1
@@ -151,7 +161,7 @@ def test_files_stored_before_binary_and_machine_were_recorded_are_kept_and_named
 
 LOCK_HOLDER = """
 import sys, time
-from membench import measure_lock
+from membench.measure import lock as measure_lock
 with measure_lock.measuring(sys.argv[1], print):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))

@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from membench import config_checks, matrix, variants
+from membench.plan import checks as config_checks
+from membench.plan import grammar as matrix
+from membench.plan import variants
 
 
 @pytest.fixture(scope="module")

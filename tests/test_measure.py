@@ -7,8 +7,8 @@ import stat
 
 import pytest
 
-from membench import measure
-from membench.records import contract_problems, read_jsonl
+from membench.measure import harness as measure
+from membench.core.atomic_files import contract_problems, read_jsonl
 
 ONE_NODE = {
     "llc_bytes": 105 * 2**20,

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from membench import measure, memory, variants
-from membench.records import contract_problems, read_jsonl
+from membench.measure import harness as measure
+from membench.measure import memory
+from membench.plan import variants
+from membench.core.atomic_files import contract_problems, read_jsonl
 from test_measure import ONE_NODE, fake_harness, request
 
 TABLE = variants.load_variants(REPO / "kernels" / "variants.yaml")
@@ -160,8 +162,8 @@ def test_a_cell_larger_than_the_host_is_skipped_with_both_numbers(tmp_path):
     records = measure_oversize(tmp_path, root, request(size=60 * GiB, ops=("copy", "triad")))
     assert [r["status"] for r in records] == ["skipped", "skipped"]
     reason = records[0]["reason"]
-    assert "180.0 GiB" in reason and str(180 * GiB) in reason and "3 x 60.0 GiB" in reason
-    assert "120.0 GiB" in reason and "MemAvailable" in reason
+    assert "180 GiB" in reason and str(180 * GiB) in reason and "3 x 60 GiB" in reason
+    assert "120 GiB" in reason and "MemAvailable" in reason
     assert records[0]["memory_needed_bytes"] == 180 * GiB and records[0]["memory_available_bytes"] == 120 * GiB
     assert not (tmp_path / "started").exists()
 
@@ -173,7 +175,7 @@ def test_the_job_cgroup_limit_skips_what_mem_available_would_allow(tmp_path):
     })  # fmt: skip
     records = measure_oversize(tmp_path, root, request(size=2 * GiB))
     assert all(r["status"] == "skipped" for r in records)
-    assert "6.0 GiB" in records[0]["reason"] and "4.0 GiB" in records[0]["reason"]
+    assert "6 GiB" in records[0]["reason"] and "4 GiB" in records[0]["reason"]
     assert "memory.max" in records[0]["reason"] and not (tmp_path / "started").exists()
 
 
@@ -186,7 +188,7 @@ def test_a_short_bound_node_is_a_note_never_a_skip(tmp_path):
     records = measure_oversize(tmp_path, root, request(size=GiB, policy="bind:0"))
     assert (tmp_path / "started").exists()  # it ran
     assert all(r["status"] != "skipped" for r in records)
-    assert all("node(s) 0 report 512.0 MiB free" in r["memory_note"] for r in records)
+    assert all("node(s) 0 report 512 MiB free" in r["memory_note"] for r in records)
     assert "note: bind:0" in (tmp_path / "log").read_text()
 
 

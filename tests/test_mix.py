@@ -13,9 +13,10 @@ import subprocess
 import pandas as pd
 import pytest
 
-from membench import config_checks, variants
-from membench.injection import MIXES, injection_table, loaded_little_table
-from membench.tables import tables_for
+from membench.plan import checks as config_checks
+from membench.plan import variants
+from membench.analyse.injection import MIXES, injection_table, loaded_little_table
+from membench.report.tables import tables_for
 
 from test_variants import KERNELS, TABLE
 
@@ -212,7 +213,7 @@ def test_loaded_little_law_at_each_point():
 
 
 def test_loaded_figure_draws_a_curve_per_mix_with_lines_in_flight():
-    from membench import figures
+    from membench.figures import latency
 
     rows = [
         dict(system="sys", experiment="lat", cell=f"lat/{op}/{d}", kernel="loaded", variant="default", op=op, threads=3,
@@ -220,6 +221,6 @@ def test_loaded_figure_draws_a_curve_per_mix_with_lines_in_flight():
              load_delay_requested=d, n_ok=2, gbps_mean=g, gbps_std=0.1, gbps_wa_mean=g * 1.5, ns_mean=ns, ns_std=1.0)
         for op in ("r1w1", "r2w1nt") for d, g, ns in ((0, 10.0, 128.0), (50, 4.0, 96.0))
     ]  # fmt: skip
-    with_lines = figures.loaded_svg(pd.DataFrame(rows), "lat-loaded", {"sys": 64})
-    without = figures.loaded_svg(pd.DataFrame(rows), "lat-loaded")
+    with_lines = latency.loaded_svg(pd.DataFrame(rows), "lat-loaded", {"sys": 64})
+    without = latency.loaded_svg(pd.DataFrame(rows), "lat-loaded")
     assert with_lines.lstrip().startswith("<") and with_lines != without

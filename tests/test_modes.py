@@ -14,8 +14,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 
-from membench import collect, modes, stats  # noqa: E402
-from membench.records import read_jsonl  # noqa: E402
+from membench.analyse import stats  # noqa: E402
+from membench.store import collect
+from membench.analyse import modes
+from membench.core.atomic_files import read_jsonl  # noqa: E402
 import synthetic_runs  # noqa: E402
 
 DEV16 = REPO / "tests" / "fixtures" / "dev16"

@@ -13,14 +13,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from membench import config_checks, measure, node_pairs, rounds, variants
-from membench.collect import records_table
-from membench.concurrency import idle_latencies
-from membench.figures import sns, to_svg
-from membench.matrix import ConfigError, expand
-from membench.matrix_figure import matrix_svg
-from membench.node_matrix import experiment_matrices, table_context
-from membench.stats import problem_cells, summarise_cells
+from membench.plan import checks as config_checks
+from membench.measure import harness as measure
+from membench.plan import node_pairs
+from membench.plan import rounds
+from membench.plan import variants
+from membench.store.collect import records_table
+from membench.analyse.concurrency import idle_latencies
+from membench.plan.grammar import ConfigError, expand
+from membench.figures.node_heatmap import matrix_svg
+from membench.analyse.node_matrix import experiment_matrices, table_context
+from membench.analyse.stats import problem_cells, summarise_cells
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -254,7 +257,7 @@ def test_matrices_at_8_and_16_nodes_with_odd_nodes(nodes):
         texts = [f["text"] for f in context["footnotes"]]
         assert any(f"no usable CPUs on node {mem_row}" in t for t in texts)
         assert any(f"NUMA node {cpu_col} has no memory" in t for t in texts)
-        svg = matrix_svg([m], f"{experiment}-matrix", to_svg, sns)
+        svg = matrix_svg([m], f"{experiment}-matrix")
         assert svg.startswith("<svg") and len(svg) < 1_500_000
         width = float(svg.split('width="', 1)[1].split("pt", 1)[0])
         assert width < 700  # bounded: 9 in at most
@@ -274,7 +277,7 @@ def test_one_node_matrix_is_the_idle_latency_the_report_shows():
 def test_a_bandwidth_pair_takes_the_latency_of_its_own_pair():
     """Little's law per pair: node:0/bind:1 uses the remote chase from
     node 0, not the local one from node 1 that binds to the same node."""
-    from membench.concurrency import effective_concurrency
+    from membench.analyse.concurrency import effective_concurrency
 
     topo = make_topology(2)
     cells, _ = summarised(topo)
@@ -286,14 +289,14 @@ def test_a_bandwidth_pair_takes_the_latency_of_its_own_pair():
 
 
 def test_report_renders_the_matrices_with_settings(tmp_path):
-    from membench.report import build_context, make_environment
+    from membench.report.render import build_context, make_environment
 
     topo = make_topology(4, memory_only=(3,))
     cells, problems = summarised(topo)
     import yaml
 
     config, _ = load_matrix_config()
-    from membench.topology import read_environment
+    from membench.probe.topology import read_environment
 
     env = {**read_environment(), "numa_balancing": 1, "zone_reclaim_mode": 0, "thp_enabled": "madvise", "thp_defrag": "madvise",
            "hugepages": {"2048kB": {"nr": 0, "free": 0}}, "prefetchers": "unknown: the msr module is not loaded"}  # fmt: skip
@@ -313,7 +316,7 @@ def test_report_renders_the_matrices_with_settings(tmp_path):
 
 
 def test_environment_records_prefetchers_without_touching_msrs(tmp_path):
-    from membench import prefetchers
+    from membench.probe import prefetchers
 
     (tmp_path / "proc").mkdir()
     (tmp_path / "proc/cpuinfo").write_text("vendor_id\t: GenuineIntel\n")
@@ -344,7 +347,7 @@ def test_no_module_writes_system_settings():
 
 
 def test_first_screen_names_the_matrix_latencies_in_two_lines():
-    from membench.headline import idle_latency_entries
+    from membench.report.headline import idle_latency_entries
 
     topo = make_topology(8, memory_only=(7,))
     cells, _ = summarised(topo, repeats=1)

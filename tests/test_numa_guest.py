@@ -5,14 +5,14 @@ close, spread, node:N, threads "cores" and cpus: lists must put each thread
 on the CPU config/README.md says.
 
 Per layout the guest boots twice:
-  1. probe: it prints its own sysfs/procfs files; membench.topology reads
+  1. probe: it prints its own sysfs/procfs files; membench.probe.topology reads
      them on the host (read_topology on that tree) and the test checks the
      topology is the one QEMU was asked for (nodes, CPUs per node, memory,
      distances);
-  2. cases: every case is a membench.measure.Request resolved against that
-     guest topology by membench.measure.resolve (so `policy remote` becomes
+  2. cases: every case is a membench.measure.harness.Request resolved against that
+     guest topology by membench.measure.harness.resolve (so `policy remote` becomes
      bind:<farthest node> through remote_node, as in the pipeline) and
-     turned into harness arguments by membench.measure.harness_argv; the
+     turned into harness arguments by membench.measure.harness.harness_argv; the
      statically linked harness runs them inside the guest and its JSON
      records come back on a second serial port between marker lines.
 
@@ -39,7 +39,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 
-from membench import c2c_pairs, measure, topology  # noqa: E402
+from membench.probe import topology  # noqa: E402
+from membench.plan import c2c_pairs
+from membench.measure import harness as measure
 from numa_guest import guest, image  # noqa: E402
 
 SIZE = 1 << 20  # bytes per array: 256 pages of 4 KiB, 768 sampled in all
@@ -343,7 +345,7 @@ def test_threads_land_where_config_readme_says(smt_booted, name):
 
 
 def test_placement_classes_read_the_guest_topology(smt_booted):
-    from membench import placement
+    from membench.store import placement_classes as placement
 
     _, topo, records = smt_booted
     machine = placement.Machine(topo)
@@ -365,7 +367,7 @@ def test_placement_classes_read_the_guest_topology(smt_booted):
 # L3: same_l3, the same package), 0,4 sockets 0 and 1. Each sampled class's
 # pair is resolved from the probed guest topology as the pipeline does and
 # measured by the c2c harness inside the guest; the classes the records get
-# (membench.c2c_pairs.pair_keys) must be those the layout says, by hand.
+# (membench.plan.c2c_pairs.pair_keys) must be those the layout says, by hand.
 C2C_SPECS = ("smt:0", "same_l3:0", "other_package:0")
 
 

@@ -3,8 +3,8 @@
 node 4 (`-numa node,memdev=...` with no CPUs, as a CXL expander shows up).
 
 config/numa_matrix.yaml is expanded against the guest's own topology (read
-from its sysfs, as the probe would) by membench.node_pairs, each pair is
-resolved by membench.measure.resolve exactly as a round does (the memory-
+from its sysfs, as the probe would) by membench.plan.node_pairs, each pair is
+resolved by membench.measure.harness.resolve exactly as a round does (the memory-
 only node's row is skipped there, with its reason), and the pairs that run
 go to the static chase and readonly harnesses inside the guest. Their
 records then pass through the real collect, summary and matrix code.
@@ -29,10 +29,15 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 
-from membench import config_checks, measure, node_pairs, rounds, topology, variants  # noqa: E402
-from membench.collect import records_table  # noqa: E402
-from membench.node_matrix import experiment_matrices, table_context  # noqa: E402
-from membench.stats import problem_cells, summarise_cells  # noqa: E402
+from membench.plan import variants  # noqa: E402
+from membench.plan import checks as config_checks
+from membench.measure import harness as measure
+from membench.plan import node_pairs
+from membench.plan import rounds
+from membench.probe import topology
+from membench.store.collect import records_table  # noqa: E402
+from membench.analyse.node_matrix import experiment_matrices, table_context  # noqa: E402
+from membench.analyse.stats import problem_cells, summarise_cells  # noqa: E402
 from numa_guest import guest, image  # noqa: E402
 
 TABLE = variants.load_variants(REPO / "kernels" / "variants.yaml")
@@ -88,7 +93,7 @@ def guest_tools(tmp_path_factory):
 def guest_records(run, plan) -> list[dict]:
     """The records of every pair: the harness's from the guest, or the
     skipped record measure.resolve's reason gives; with the keys a round
-    adds (membench.measure.measure_cell)."""
+    adds (membench.measure.harness.measure_cell)."""
     out = []
     for index, (cell, req, resolved, reason, topo) in enumerate(plan):
         if reason:

@@ -11,7 +11,15 @@ import pandas as pd
 import pytest
 from markupsafe import Markup
 
-from membench import config_checks, dmidecode, matrix, peak, peak_lines, report, stats, topology, variants
+from membench.plan import checks as config_checks
+from membench.probe import dmidecode
+from membench.plan import grammar as matrix
+from membench.analyse import peak
+from membench.figures import peak_lines
+from membench.report import render as report
+from membench.analyse import stats
+from membench.probe import topology
+from membench.plan import variants
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dmidecode"
 REPO = Path(__file__).resolve().parents[1]
@@ -168,14 +176,14 @@ def test_unknown_peak_invents_no_share_and_draws_no_line():
 
 
 def test_scaling_figure_marks_the_peak():
-    from membench import figures
+    from membench.figures import bandwidth
 
     cells = numa_cells()
     cells = cells[cells["kernel"] == "stream"]
-    with_line = figures.scaling_svg(cells, "s", [(200.0, "peak 200.0 GB/s: memory, 2 of 2 nodes (config)")])
+    with_line = bandwidth.scaling_svg(cells, "s", [(200.0, "peak 200.0 GB/s: memory, 2 of 2 nodes (config)")])
     assert "peak 200.0 GB/s: memory, 2 of 2 nodes" in with_line
-    assert "peak" not in figures.scaling_svg(cells, "s", [])
-    far = figures.scaling_svg(cells, "s", [(5000.0, "peak 5000.0 GB/s: memory, 2 of 2 nodes (config)")])
+    assert "peak" not in bandwidth.scaling_svg(cells, "s", [])
+    far = bandwidth.scaling_svg(cells, "s", [(5000.0, "peak 5000.0 GB/s: memory, 2 of 2 nodes (config)")])
     assert "↑ off scale, peak 5000.0 GB/s" in far  # named, not drawn: the curves keep their axis
 
 

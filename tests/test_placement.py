@@ -10,7 +10,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
-from membench import collect, placement  # noqa: E402
+from membench.store import placement_classes as placement  # noqa: E402
+from membench.store import collect
 from synthetic_runs import MACHINES  # noqa: E402
 
 TOPOLOGY = MACHINES["2x4x2"].topology()

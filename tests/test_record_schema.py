@@ -1,6 +1,6 @@
 """The record schema and the C writer cannot drift apart: the real harness
 of every family (built as the build rule builds it) measures a small round
-through membench.rounds, as the pipeline does, with ok, skipped and failed
+through membench.plan.rounds, as the pipeline does, with ok, skipped and failed
 outcomes and every kind of variant; each stored record must meet
 workflow/schemas/record.schema.yaml, declare no key the schema lacks, and
 pass collect's checks. Also: the fast Checker agrees with full validation."""
@@ -14,9 +14,15 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from membench import SCHEMA_VERSION, config_checks, record_schema, rounds, stored, variants
-from membench.records import read_jsonl
-from membench.topology import write_probe
+from membench import SCHEMA_VERSION
+from membench.plan import checks as config_checks
+from membench.core import record_schema
+from membench.plan import rounds
+from membench.measure import rounds as measure_rounds
+from membench.store import stored
+from membench.plan import variants
+from membench.core.atomic_files import read_jsonl
+from membench.probe.topology import write_probe
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = {"size": ["1MiB"], "ntimes": 3, "threads": [1], "affinity": ["close"]}
@@ -82,7 +88,7 @@ def drift_round(tmp_path_factory):
         plan = rounds.plan_round(measured, "drift", 0, 1, table)
         runs = work / outcome / "results" / "drift" / "runs"
         with open(work / f"{outcome}.log", "w") as log:
-            manifest = rounds.measure_round(plan, topology=str(topology), bin_dir=str(binaries), runs_dir=str(runs),
+            manifest = measure_rounds.measure_round(plan, topology=str(topology), bin_dir=str(binaries), runs_dir=str(runs),
                                             log=log, run_harness_process=runner)  # fmt: skip
         files[outcome] = manifest["runs"]
     return cells, table, files
@@ -124,7 +130,7 @@ def test_every_family_has_its_block():
 
 
 def test_schema_conditions_test_only_the_shape_keys():
-    """The fast Checker relies on it (membench.record_schema)."""
+    """The fast Checker relies on it (membench.core.record_schema)."""
 
     def conditions(node):
         if isinstance(node, dict):

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from membench import records
+from membench.core import atomic_files as records
 
 OK = {
     "schema": 2, "system": "s", "kernel": "stream", "variant": "default", "op": "triad", "threads": 2,

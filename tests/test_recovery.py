@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from conftest import copy_workflow
-from membench.records import contract_problems, read_jsonl
+from membench.core.atomic_files import contract_problems, read_jsonl
 
 REPEATS = 6
 CONFIG = {

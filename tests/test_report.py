@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from markupsafe import Markup
 
-from membench import report, stats
+from membench.report import render as report
+from membench.analyse import stats
 
 TOPOLOGY = {
     "cpu_model": "Fake 2-node", "cpu_flags": ["avx2"], "cores": 4, "packages": 2, "llc_bytes": 2**20, "line_bytes": 64,
@@ -74,7 +75,7 @@ def html():
 
 
 def test_distance_matrix_and_memory_per_node(html):
-    assert "box: node distances" in html and "<td>21</td>" in html and "16.0 GiB" in html
+    assert "box: node distances" in html and "<td>21</td>" in html and "16 GiB" in html
 
 
 def test_placement_table_shows_local_remote_interleave(html):
@@ -114,7 +115,8 @@ def test_remote_bandwidth_has_no_matching_latency_and_says_so(html):
 def colfax_html():
     """Affinity none vs spread at 2 threads, 8 runs each: none has two modes
     (the oversubscribed runs are the slow ones), spread one."""
-    from membench import collect, modes
+    from membench.store import collect
+    from membench.analyse import modes
 
     rows = []
     for repeat in range(8):

@@ -12,7 +12,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 
-from membench import collect, figures, report, summary  # noqa: E402
+from membench.analyse import summary  # noqa: E402
+from membench.store import collect
+from membench.figures import plot as figures
+from membench.plan import figure_kinds
+from membench.report import render as report
 import synthetic_runs  # noqa: E402
 
 FIGURE_LIMIT = 1_000_000
@@ -28,7 +32,7 @@ def rendered(tmp_path_factory):
     summaries = {name: str(out / f"{name}.csv") for name in ("cells", "problems", "modes")}
     summary.write_summaries([measurements], summaries["cells"], summaries["problems"], summaries["modes"])
     svgs = []
-    for kind in figures.kinds_for({"kernel": "stream"}):
+    for kind in figure_kinds.kinds_for({"kernel": "stream"}):
         svgs.append(out / f"big-{kind}.svg")
         figures.plot_figure(kind, "big", summaries["cells"], [measurements], [str(system / "topology.json")],
                             str(svgs[-1]), summaries["modes"])  # fmt: skip

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from membench import config_checks, measure, rounds, stopping, variants
+from membench.core import layout
+from membench.plan import checks as config_checks
+from membench.measure import harness as measure
+from membench.plan import rounds
+from membench.measure import rounds as measure_rounds
+from membench.measure import stopping
+from membench.plan import variants
 
 VARIANTS = variants.load_variants(REPO / "kernels" / "variants.yaml")
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -111,7 +117,7 @@ def bench(tmp_path):
 
     def run(cells, k=0):
         with open(tmp_path / "log", "a") as log:
-            return rounds.measure_round(
+            return measure_rounds.measure_round(
                 plan(cells, k), topology=str(topology), bin_dir=str(bin_dir), runs_dir=str(tmp_path / "runs"), log=log
             )
 
@@ -161,7 +167,7 @@ def test_a_stopped_harness_stores_nothing_and_what_came_before_stays(bench, tmp_
 
 CHILD_OF_A_PARENT = """
 import os, subprocess, sys, time
-from membench import stopping
+from membench.measure import stopping
 if os.environ.get("NO_PIDFD"):  # a kernel older than 5.3: run_child polls
     def no_pidfd(pid, flags=0):
         raise OSError(38, "Function not implemented")
@@ -252,14 +258,14 @@ def test_the_harness_is_the_oom_killers_first_choice_and_its_kill_is_named(tmp_p
 
 
 def stored_file(runs: Path, cell, k: int, request_digest: str) -> str:
-    path = Path(rounds.run_path(str(runs), cell, k))
+    path = Path(layout.run_path(str(runs), cell, k))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"request_digest": request_digest}) + "\n")
     return str(path)
 
 
 def test_progress_counts_stored_repetitions_and_takes_the_pace_of_finished_rounds(tmp_path):
-    from membench import progress
+    from membench.store import progress
 
     cells = cells_of(repeats=4, threads=(1, 2))  # 4 cells x 4 repeats
     runs, manifests = tmp_path / "box" / "runs", tmp_path / "box" / "rounds"
@@ -281,7 +287,7 @@ def test_progress_counts_stored_repetitions_and_takes_the_pace_of_finished_round
 
 
 def test_collect_names_deleted_repetition_files_and_the_manifests_to_delete(tmp_path):
-    from membench import collect
+    from membench.store import collect
 
     cells = cells_of(repeats=2, threads=(1,))
     runs, manifests = tmp_path / "box" / "runs", tmp_path / "box" / "rounds"

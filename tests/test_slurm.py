@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from conftest import REPO, copy_workflow
-from membench.records import read_jsonl
+from membench.core.atomic_files import read_jsonl
 
 sys.path.insert(0, str(REPO / "tools" / "slurm"))
 import local_cluster  # noqa: E402

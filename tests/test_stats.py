@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from membench import stats
+from membench.analyse import stats
 
 BASE = dict(
     system="s", experiment="e", cell="e/stream-default/c", kernel="stream", variant="default", op="triad",

@@ -19,7 +19,10 @@ import pytest
 import yaml
 
 from conftest import REPO, copy_workflow
-from membench import config_checks, rounds, variants
+from membench.core import layout
+from membench.plan import checks as config_checks
+from membench.plan import rounds
+from membench.plan import variants
 
 CONFIG = {
     "system": "box",
@@ -81,7 +84,7 @@ def measuring(workdir: Path) -> list[str]:
         argv = line.split(": ", 1)[1].split()
         if argv and argv[0].endswith("bin/box/stream-default"):
             cell = cell_of[argv[argv.index("--affinity") + 1]]
-            files.append(rounds.run_path("results/box/runs", cell, int(argv[argv.index("--repeat") + 1])))
+            files.append(layout.run_path("results/box/runs", cell, int(argv[argv.index("--repeat") + 1])))
     return files
 
 

@@ -1,4 +1,4 @@
-"""Stored results are checked, not trusted (membench.stored): every class of
+"""Stored results are checked, not trusted (membench.store.stored): every class of
 damage a copy, a disk or a hand edit makes is named with its file and line,
 all at once, with what to do; collect changes nothing stored; figures-only
 ends with the message, not a traceback."""
@@ -13,7 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from membench import collect, config_checks, record_schema, stored, variants
+from membench.store import collect
+from membench.plan import checks as config_checks
+from membench.core import record_schema
+from membench.store import stored
+from membench.plan import variants
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))

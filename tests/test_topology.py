@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from membench import topology
+from membench.probe import topology
 
 
 def write(path, text):
@@ -71,7 +71,7 @@ def test_two_socket_tree(two_sockets):
 
 
 def test_cache_ids_name_the_l2_and_l3(two_sockets):
-    """sysfs's cache id when present, for the c2c classes (membench.c2c_pairs)."""
+    """sysfs's cache id when present, for the c2c classes (membench.plan.c2c_pairs)."""
     for cpu in range(8):
         for index, (level, cache_id) in enumerate([(2, cpu // 2), (3, 10 + cpu // 4)]):
             d = two_sockets / f"sys/devices/system/cpu/cpu{cpu}/cache/index{5 + index}"

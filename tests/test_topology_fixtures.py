@@ -1,4 +1,4 @@
-"""membench.topology on captured and described multi-node machines
+"""membench.probe.topology on captured and described multi-node machines
 (tests/fixtures/topology): the AWS x1.32xlarge of the AWS paper, a 2-socket
 machine with SMT, a 4-node layout with unequal distances, node ids with a
 gap (POWER), and the sysfs of the 4-node QEMU guest captured from its real
@@ -15,7 +15,8 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "topology"
 sys.path.insert(0, str(FIXTURES))
 
 import sysfs_tree  # noqa: E402
-from membench import measure, topology  # noqa: E402
+from membench.probe import topology  # noqa: E402
+from membench.measure import harness as measure
 
 GiB = 2**30
 

@@ -8,8 +8,8 @@ import re
 import yaml
 
 from conftest import REPO, copy_workflow
-from membench import variants
-from membench.records import contract_problems, read_jsonl
+from membench.plan import variants
+from membench.core.atomic_files import contract_problems, read_jsonl
 from test_workflow import snakemake
 
 TABLE = variants.load_variants(REPO / "kernels" / "variants.yaml")

@@ -1,5 +1,5 @@
 """Every (family, variant) of kernels/variants.yaml: it builds warning-free with
-the pipeline's own build command (membench.variants.compile_argv), runs on
+the pipeline's own build command (membench.plan.variants.compile_argv), runs on
 tiny arrays, validates, and fails with exit 1 under --test-corrupt.  Plus the
 variant table itself: McCalpin's ladder as in his post, the AVX2 / AVX-512
 ladders as copies of it, the optimisation level really being the variant's.
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from membench.topology import thp_mode
+from membench.probe.topology import thp_mode
 
-from membench import variants
+from membench.plan import variants
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"

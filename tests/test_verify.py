@@ -3,7 +3,7 @@ what was asked for and obtained passes."""
 
 import pytest
 
-from membench.verify import placement_problems
+from membench.store.verify import placement_problems
 
 OK = {
     "status": "ok", "policy": "default", "policy_requested": "default", "pages": "4k", "hugepage_fraction": 0.0,

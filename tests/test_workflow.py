@@ -13,7 +13,7 @@ import yaml
 from PIL import Image
 
 from conftest import copy_workflow
-from membench.records import contract_problems, read_jsonl
+from membench.core.atomic_files import contract_problems, read_jsonl
 
 OPS = 4  # copy, scale, add, triad: one record each per process
 TINY = {

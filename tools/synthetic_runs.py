@@ -35,7 +35,12 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from membench import SCHEMA_VERSION, config_checks, matrix, rounds, variants  # noqa: E402
+from membench import SCHEMA_VERSION  # noqa: E402
+from membench.core import layout
+from membench.plan import variants  # noqa: E402
+from membench.plan import checks as config_checks
+from membench.plan import grammar as matrix
+from membench.plan import rounds
 
 OPS = {"copy": (2, 3), "scale": (2, 3), "add": (3, 4), "triad": (3, 4)}  # arrays moved, with write-allocate
 CORE_GBPS = 11.0  # one thread alone on a core
@@ -258,7 +263,7 @@ def one_run(cell: matrix.Cell, machine: Machine, system: str, repeat: int, clock
 
 
 def run_path(results: Path, system: str, cell: matrix.Cell, repeat: int) -> Path:
-    """Where the pipeline stores a repetition (membench.rounds.run_path)."""
+    """Where the pipeline stores a repetition (membench.core.layout.run_path)."""
     return results / system / "runs" / cell.id / f"r{repeat}.jsonl"
 
 

@@ -78,7 +78,7 @@ class Layout:
         return next(n for n, cpus in enumerate(self.node_cpus) if cpu in cpus)
 
     def farthest_from(self, nodes: set[int]) -> int:
-        """By hand, independently of membench.measure.remote_node: the node
+        """By hand, independently of membench.measure.harness.remote_node: the node
         without threads with the largest summed distance (lowest on a tie)."""
         others = [n for n in range(self.nnodes) if n not in nodes]
         return max(others, key=lambda n: (sum(self.distances[t][n] for t in nodes), -n))
@@ -181,7 +181,7 @@ class GuestRun:
         )
 
     def write_root(self, root: Path) -> Path:
-        """The guest's sysfs/procfs files as a tree membench.topology reads."""
+        """The guest's sysfs/procfs files as a tree membench.probe.topology reads."""
         for rel, text in self.files.items():
             path = root / rel
             path.parent.mkdir(parents=True, exist_ok=True)

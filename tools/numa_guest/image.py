@@ -8,7 +8,7 @@
      directly and the guest skips decompressing itself under TCG, which
      is slow); the bzImage is the fallback.
   2. the harness: kernels/ compiled with the pipeline's own command
-     (membench.variants.compile_argv) but portable (-march=x86-64-v2: the
+     (membench.plan.variants.compile_argv) but portable (-march=x86-64-v2: the
      emulated CPU has no AVX-512) and -static.
   3. the initramfs: a newc cpio written here (no cpio tool, no root needed)
      with busybox-static, the harness, /init and the cases to run.
@@ -38,7 +38,7 @@ SCRIPTS = REPO / "workflow" / "scripts"
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
-from membench import variants  # noqa: E402
+from membench.plan import variants  # noqa: E402
 
 QEMU = "qemu-system-x86_64"
 BUSYBOX_CANDIDATES = ("/bin/busybox", "/usr/bin/busybox")
@@ -214,7 +214,7 @@ def build_harness(output: Path, kernel_dir: Path = REPO / "kernels", family: str
 
 # -------------------------------------------------------------- initramfs
 
-# Files copied out of the guest so membench.topology can read the guest's
+# Files copied out of the guest so membench.probe.topology can read the guest's
 # own tree on the host (read_topology / read_environment on a fake root).
 SYSFS_DUMP = r"""
 dump() { for f in "$@"; do [ -f "$f" ] || continue; echo "@@FILE $f"; cat "$f"; echo "@@EOF"; done; }

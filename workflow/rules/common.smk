@@ -11,25 +11,20 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from membench import (
-    __version__,
-    c2c_pairs,
-    config_checks,
-    figure_kinds,
-    matrix,
-    node_pairs,
-    rounds,
-    stopping,
-    stored,
-    variants,
-)  # noqa: E402
+# Planning imports the plan stage only: never measurement, analysis or
+# plotting code (tests/test_architecture.py).
+from membench import __version__
+from membench.core import layout
+from membench.plan import c2c_pairs, figure_kinds, node_pairs, rounds, variants
+from membench.plan import checks as config_checks
+from membench.plan import grammar as matrix
 
 
 # Rule inputs and commands name the checkout's files relative to the
 # working directory, never by absolute path: a moved or copied checkout
 # (results and all) then gives Snakemake the same inputs and commands, and
 # compilers embed the same names. (Identity of what is stored is by
-# content, membench.identity; README, "Everyday use".)
+# content, membench.measure.identity; README, "Everyday use".)
 def from_workdir(path):
     return Path(os.path.relpath(path))
 
@@ -58,8 +53,10 @@ for _line in c2c_pairs.plan_lines(CELLS, SYSTEMS, bool(CONFIG.get("systems"))):
 EXPERIMENTS = list(CONFIG["experiments"])
 FIGURES_ONLY = CONFIG["figures_only"]
 if FIGURES_ONLY:
+    from membench.store import stored
+
     # Stored results are checked, not trusted: damaged or missing system
-    # files stop the run here, by name, before any job (membench.stored).
+    # files stop the run here, by name, before any job (membench.store.stored).
     _SYSTEM_FILE_PROBLEMS = [
         problem
         for system in SYSTEMS
@@ -80,7 +77,7 @@ wildcard_constraints:
 # The package the analysis rules run: an edit re-runs tables, figures and
 # report (never a measurement: measure rules do not list it).
 PACKAGE_SOURCES = sorted(
-    str(from_workdir(p)) for p in (REPO / "workflow/scripts/membench").glob("*.py")
+    str(from_workdir(p)) for p in (REPO / "workflow/scripts/membench").rglob("*.py")
 )
 
 
@@ -117,7 +114,7 @@ def stored_runs(wildcards):
         CELLS, json.loads(probe.read_text()) if probe.exists() else None
     )
     files = (
-        rounds.run_path(f"results/{wildcards.system}/runs", cell, k)
+        layout.run_path(f"results/{wildcards.system}/runs", cell, k)
         for cell in cells
         for k in range(cell.repeats)
     )

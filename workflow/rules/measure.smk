@@ -4,7 +4,7 @@
 # atomically as soon as it is measured. The job's output is the round's
 # manifest; the repetition files are not outputs, so Snakemake never deletes
 # one, and the job keeps those already stored for the same request, binary
-# and machine, judged by content (membench.identity): adding a repeat, a
+# and machine, judged by content (membench.measure.identity): adding a repeat, a
 # cell, rerunning after an interruption, a move or --forceall measures only
 # what is missing. The machine=100 resource (limit 100 in profiles/default) keeps
 # measurements from ever overlapping each other or any other job. A plain

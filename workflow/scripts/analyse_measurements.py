@@ -2,7 +2,7 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-from membench.summary import write_summaries  # noqa: E402
+from membench.analyse.summary import write_summaries  # noqa: E402
 
 write_summaries(
     measurements=list(snakemake.input.measurements),

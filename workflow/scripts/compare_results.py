@@ -14,9 +14,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from membench.compare import SideError  # noqa: E402
-from membench.stored import StoredRunsError  # noqa: E402
-from membench.compare_output import run_compare  # noqa: E402
+from membench.compare.match import SideError  # noqa: E402
+from membench.store.stored import StoredRunsError  # noqa: E402
+from membench.compare.output import run_compare  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -11,8 +11,13 @@ import signal
 import sys
 from pathlib import Path
 
-from membench import matrix, progress, rounds, stopping, variants
-from membench.store_errors import StoreError
+from membench.plan import grammar as matrix
+from membench.store import progress
+from membench.plan import rounds
+from membench.measure import rounds as measure_rounds
+from membench.measure import stopping
+from membench.plan import variants
+from membench.core.store_errors import StoreError
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -69,7 +74,7 @@ def main(argv=None) -> int:
         try:
             if args.parent_pid:
                 stopping.watch(args.parent_pid)
-            manifest = rounds.measure_round(
+            manifest = measure_rounds.measure_round(
                 plan, topology=args.topology, bin_dir=bin_dir, runs_dir=runs_dir, log=log,
                 progress=lambda line: print(line, flush=True), keep_waiting=stopping.check_watched,
             )  # fmt: skip
@@ -81,7 +86,7 @@ def main(argv=None) -> int:
             log.write(f"stopped: {error}\n")
             print(f"{plan.system} round {plan.round_index} stopped: {error}", file=sys.stderr)
             return 1
-    rounds.write_manifest(args.manifest, manifest)
+    measure_rounds.write_manifest(args.manifest, manifest)
     print(closing_line(manifest, plan), flush=True)
     return 0
 

@@ -2,7 +2,7 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-from membench.figures import plot_figure  # noqa: E402
+from membench.figures.plot import plot_figure  # noqa: E402
 
 plot_figure(
     kind=snakemake.wildcards.kind,

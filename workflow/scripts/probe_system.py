@@ -2,7 +2,7 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-from membench.topology import write_probe  # noqa: E402
+from membench.probe.topology import write_probe  # noqa: E402
 
 write_probe(
     root=snakemake.params.root,

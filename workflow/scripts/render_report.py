@@ -2,7 +2,7 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-from membench.report import render_report  # noqa: E402
+from membench.report.render import render_report  # noqa: E402
 
 render_report(
     template=snakemake.input.template,

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import yaml
 
-from membench import config_checks, matrix, progress, variants
+from membench.plan import checks as config_checks
+from membench.plan import grammar as matrix
+from membench.store import progress
+from membench.plan import variants
 
 REPO = Path(__file__).resolve().parents[2]
 

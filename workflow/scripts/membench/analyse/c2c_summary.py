@@ -1,0 +1,152 @@
+"""Cache-to-cache results by locality class and by CPU pair (pure
+functions over the measurement table), and the report's class table.
+
+results/summary/c2c_classes.csv holds, per system, experiment, variant, op
+and class: the median hand-off (ns, half the round trip; for op clean one
+clean load) over every ok record of the class (one record = one pair in one
+repetition, itself a median over samples), its p10 / p90 across those
+records, the median within-record p10 / p90 (sample spread), how many
+distinct pairs and records, and the failed / skipped counts. These are the
+numbers a hierarchy table reuses (c2c rows: modified in the same L3, the
+same package, the other package).
+
+results/summary/c2c_pairs.csv holds one row per pair (median over
+repetitions), with where both CPUs sit: the heat map's data.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from membench.plan.c2c_pairs import CLASSES
+from membench.core.text import number
+
+GROUP = ["system", "experiment", "variant", "op", "pair_class"]
+PAIR = ["system", "experiment", "variant", "op", "cpu_a", "cpu_b"]
+PLACE = [f"cpu_{side}_{key}" for side in "ab" for key in ("core", "l2", "l3", "package", "node")]
+COLUMNS = [
+    *GROUP, "pairs", "records", "handoff_ns_median", "handoff_ns_p10", "handoff_ns_p90",
+    "sample_p10_ns_median", "sample_p90_ns_median", "n_failed", "n_skipped",
+]  # fmt: skip
+# what the class and pair tables read from measurements.csv
+READ_COLUMNS = [
+    *GROUP, "kernel", "status", "reason", "cpu_a", "cpu_b", "handoff_ns", "handoff_p10_ns", "handoff_p90_ns",
+    "pair_requested", *PLACE,
+]  # fmt: skip
+CLASS_ORDER = {name: i for i, name in enumerate(CLASSES)}
+
+
+def c2c_records(table: pd.DataFrame) -> pd.DataFrame:
+    if table.empty or "kernel" not in table or "pair_class" not in table:
+        return pd.DataFrame(columns=READ_COLUMNS)
+    return table[table["kernel"] == "c2c"]
+
+
+def class_table(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (system, experiment, variant, op, class), nearest class
+    first."""
+    records = c2c_records(table)
+    rows = []
+    for key, group in records.groupby(GROUP, dropna=False, sort=False):
+        ok = group[(group["status"] == "ok") & group["handoff_ns"].notna()]
+        values = ok["handoff_ns"].astype(float)
+        rows.append(
+            {
+                **dict(zip(GROUP, key)),
+                "pairs": int(ok[["cpu_a", "cpu_b"]].drop_duplicates().shape[0]),
+                "records": len(ok),
+                "handoff_ns_median": values.median() if len(ok) else float("nan"),
+                "handoff_ns_p10": values.quantile(0.1) if len(ok) else float("nan"),
+                "handoff_ns_p90": values.quantile(0.9) if len(ok) else float("nan"),
+                "sample_p10_ns_median": ok["handoff_p10_ns"].astype(float).median() if len(ok) else float("nan"),
+                "sample_p90_ns_median": ok["handoff_p90_ns"].astype(float).median() if len(ok) else float("nan"),
+                "n_failed": int((group["status"] == "failed").sum()),
+                "n_skipped": int((group["status"] == "skipped").sum()),
+            }
+        )
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    if out.empty:
+        return out
+    order = out["pair_class"].map(lambda c: CLASS_ORDER.get(c, len(CLASSES)))
+    return out.assign(_o=order).sort_values(["system", "experiment", "variant", "_o", "op"], kind="stable").drop(columns="_o")
+
+
+def pair_table(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per measured pair: the median hand-off over its ok
+    repetitions, its class and where both CPUs sit."""
+    records = c2c_records(table)
+    ok = records[(records["status"] == "ok") & records["handoff_ns"].notna()]
+    columns = [*PAIR, "pair_class", *PLACE, "repetitions", "handoff_ns_median", "full_matrix"]
+    if ok.empty:
+        return pd.DataFrame(columns=columns)
+    ok = ok.assign(full_matrix=ok["pair_requested"] == "all")
+    agg = ok.groupby([*PAIR, "pair_class", *PLACE, "full_matrix"], dropna=False, sort=False).agg(
+        repetitions=("handoff_ns", "size"), handoff_ns_median=("handoff_ns", "median")
+    )
+    out = agg.reset_index()[columns]
+    ints = ["cpu_a", "cpu_b", *PLACE]
+    return out.astype({c: "Int64" for c in ints})
+
+
+
+
+def report_table(classes: pd.DataFrame) -> dict | None:
+    """The report's table of one experiment: per class and op, the median
+    hand-off with its spread and the pair count."""
+    if classes is None or classes.empty:
+        return None
+    several = classes["system"].nunique() > 1 or classes["variant"].nunique() > 1
+    rows = []
+    for row in classes.itertuples():
+        spread = "–" if pd.isna(row.handoff_ns_p10) else f"{row.handoff_ns_p10:.1f} – {row.handoff_ns_p90:.1f}"
+        samples = (
+            "–" if pd.isna(row.sample_p10_ns_median) else f"{row.sample_p10_ns_median:.1f} – {row.sample_p90_ns_median:.1f}"
+        )
+        label = [f"{row.system} {row.variant}"] if several else []
+        rows.append([*label, row.pair_class, row.op, number(row.handoff_ns_median, 1), spread, samples,
+                     row.pairs, row.records, f"{row.n_failed} / {row.n_skipped}"])  # fmt: skip
+    return {
+        "title": "Cache-to-cache latency by locality class",
+        "note": (
+            "ns per hand-off: half the round trip (cas, two_line), one clean load (clean). Median over the "
+            "records of the class (one record = one pair in one repetition, itself the median of its samples); "
+            "spread = p10 – p90 across those records; within a record = the median p10 – p90 of its samples. "
+            "Classes from topology.json: smt (SMT siblings), same_l2, same_l3, same_package (another L3), "
+            "other_package."
+        ),
+        "columns": [*(["system, variant"] if several else []), "class", "op", "median ns", "p10 – p90 ns",
+                    "within a record", "pairs", "records", "failed / skipped"],  # fmt: skip
+        "rows": rows,
+    }
+
+
+# The hierarchy table's cache-to-cache rows (the AWS paper's "L3 line
+# modified in another core" and "line in the remote socket"): the two_line op,
+# whose every hand-off moves a modified line, per class.
+HIERARCHY_ROWS = {
+    "same_l3": "c2c: modified in another core, same L3",
+    "same_package": "c2c: modified in another core, same package (other L3)",
+    "other_package": "c2c: modified in the other package",
+}
+
+
+def hierarchy_rows(classes: pd.DataFrame, op: str = "two_line") -> dict[str, dict[str, dict]]:
+    """system -> row label -> {"ns", "derivation"} from c2c_classes.csv
+    (membench.analyse.hierarchy.hierarchy's extra_rows); a class not measured on a
+    system gives no row."""
+    out: dict[str, dict[str, dict]] = {}
+    if classes is None or classes.empty:
+        return out
+    mine = classes[(classes["op"] == op) & (classes["records"] > 0)]
+    for row in mine.itertuples():
+        label = HIERARCHY_ROWS.get(row.pair_class)
+        if label is None or label in out.get(row.system, {}):
+            continue  # the first experiment measuring a class gives its row
+        out.setdefault(row.system, {})[label] = {
+            "ns": float(row.handoff_ns_median),
+            "derivation": (
+                f"c2c {op}, experiment {row.experiment}: median hand-off over {row.records} records of "
+                f"{row.pairs} {row.pair_class} pair(s), p10–p90 {row.handoff_ns_p10:.1f}–{row.handoff_ns_p90:.1f} ns"
+            ),
+        }
+    return out

@@ -1,0 +1,139 @@
+"""Read:write mixes in the report (pure functions over the per-cell summary).
+
+- The injection bandwidth table (MLC's --peak_injection_bandwidth, placement
+  verified): per system, placement and thread count, one column per mix, GB/s
+  by the STREAM count (median over repetitions, min–max beside it). A write
+  mix whose median beats all reads (r1w0) is flagged in its cell and listed
+  under the table, with whether the beat lies beyond the spread of both; it is
+  never averaged into anything.
+- The loaded-latency curve with Little's law at each point: per load op (a mix
+  or triad/read) and injection delay, the load threads' memory traffic x the
+  chasing thread's latency = lines in flight.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from membench.analyse.concurrency import placement_class
+from membench.analyse.stats import add_series
+from membench.core.text import number
+
+# op -> MLC's name of the mix; the ratio counts the kernel's read and write
+# streams (STREAM convention). Order = MLC's columns.
+MIXES = {
+    "r1w0": "all reads",
+    "r3w1": "3:1",
+    "r2w1": "2:1",
+    "r1w1": "1:1",
+    "r2w1nt": "2:1 NT (stream-triad like)",
+}
+ALL_READS = "r1w0"
+FLAG = "⚑"
+
+
+
+
+def _cell_text(row: pd.Series, flagged: bool) -> str:
+    """"12.3 (11.9–12.6)" plus the memory traffic with write-allocate reads
+    where it differs: "12.3 (11.9–12.6) · 16.4 traffic"."""
+    text = f"{number(row['gbps_median'], 1)} ({number(row['gbps_min'], 1)}–{number(row['gbps_max'], 1)})"
+    wa = row.get("gbps_wa_median")
+    if wa is not None and not (isinstance(wa, float) and math.isnan(wa)) and abs(wa - row["gbps_median"]) > 1e-9:
+        text += f" · {number(wa, 1)} traffic"
+    return f"{FLAG} {text}" if flagged else text
+
+
+def beats(write: pd.Series, reads: pd.Series) -> str | None:
+    """Why a write mix's row is flagged against all reads, or None: its
+    median above the all-reads median, beyond the spread when even its
+    slowest run beat the fastest all-reads run."""
+    if not write["gbps_median"] > reads["gbps_median"]:
+        return None
+    gain = write["gbps_median"] / reads["gbps_median"] - 1
+    beyond = write["gbps_min"] > reads["gbps_max"]
+    where = "beyond the spread: its slowest run beat the fastest all-reads run" if beyond else "within the spread of the runs"
+    return f"{number(write['gbps_median'], 1)} GB/s vs all reads {number(reads['gbps_median'], 1)} GB/s ({gain:+.1%}; {where})"
+
+
+def injection_table(cells: pd.DataFrame) -> dict | None:
+    """Injection bandwidth: one row per (system, placement, threads and any
+    other axis that varies), one column per mix measured. None without mix
+    cells."""
+    ok = cells[(cells["n_ok"] > 0) & cells["op"].isin(MIXES)]
+    if ok.empty:
+        return None
+    ok = add_series(ok, ["variant", "affinity", "pages", "init", "size_requested"])
+    several = ok["series"].nunique() > 1
+    mixes = [m for m in MIXES if m in set(ok["op"])]
+    rows, flags = [], []
+    for (system, asked, policy, threads, series), part in ok.groupby(["system", "policy_requested", "policy", "threads", "series"], sort=False):
+        by_op = {r["op"]: r for _, r in part.iterrows()}
+        reads = by_op.get(ALL_READS)
+        placement = asked if asked == policy else f"{asked} → {policy}"
+        mismatched = int(part["placement_mismatches"].fillna(0).sum()) if "placement_mismatches" in part else 0
+        if mismatched:
+            placement += f" ⚠ not as asked in {mismatched} runs"
+        row = [system, placement, str(threads), *([series] if several else [])]
+        for mix in mixes:
+            if mix not in by_op:
+                row.append("–")
+                continue
+            why = beats(by_op[mix], reads) if reads is not None and mix != ALL_READS else None
+            row.append(_cell_text(by_op[mix], why is not None))
+            if why:
+                flags.append(f"{system}, {placement_class(asked)} ({placement}), {threads} thread{'s' if threads != 1 else ''}{f', {series}' if several else ''}: {mix} ({MIXES[mix]}) {why}")
+        rows.append(row)
+    return {
+        "title": "Injection bandwidth per read:write mix (MLC's peak injection bandwidth)",
+        "note": (
+            "GB/s = 1e9 B/s by the STREAM count (bytes the kernel loads and stores), the median over repetitions "
+            "(each its best iteration), min–max in brackets; “traffic” = the same with the write-allocate read of "
+            "every line written with ordinary stores (non-temporal stores and all reads have none). The ratio "
+            "names the kernel's read and write streams: r3w1 w = a + b + c, r2w1 w = a + s·b, r1w1 w = s·a, "
+            f"r2w1nt w = a + s·b with non-temporal stores. {FLAG} = a write mix whose median beats all reads "
+            "(STREAM count), listed below the table."
+        ),
+        "columns": ["system", "placement", "threads", *(["series"] if several else []), *(f"{m} {MIXES[m]}" for m in mixes)],
+        "rows": rows,
+        "flags": flags,
+        "flags_title": "Write mixes faster than all reads",
+    }
+
+
+def loaded_little_table(cells: pd.DataFrame, line_bytes: dict[str, int]) -> dict | None:
+    """One row per point of the loaded-latency curves: the load threads'
+    GB/s (STREAM count and memory traffic), the chasing thread's latency
+    (median over repetitions) and Little's law with both: traffic x latency
+    = bytes and cache lines in flight, per load thread."""
+    ok = cells[(cells["kernel"] == "loaded") & (cells["n_ok"] > 0)]
+    if ok.empty:
+        return None
+    ok = add_series(ok, ["system", "variant", "affinity", "policy_requested", "pages", "size_requested", "chase_group_requested"])
+    several = ok["series"].nunique() > 1
+    rows = []
+    for row in ok.sort_values(["series", "op", "threads", "gbps_mean"], kind="stable").itertuples():
+        wa = getattr(row, "gbps_wa_median", math.nan)
+        traffic = row.gbps_median if wa is None or math.isnan(wa) else wa
+        ns = row.ns_median
+        lines = traffic * ns / line_bytes[row.system] if row.system in line_bytes else math.nan
+        loaders = max(1, int(row.threads) - 1)
+        rows.append(
+            [*([row.series] if several else []), row.op, MIXES.get(row.op, row.op), str(row.threads), str(row.load_delay_requested),
+             number(row.gbps_median, 2), number(traffic, 2), number(ns, 1), number(traffic * ns, 0), number(lines, 1), number(lines / loaders, 1)]
+        )  # fmt: skip
+    return {
+        "title": "Loaded latency per load mix, with Little's law at each point",
+        "note": (
+            "Each row is one point of a latency-versus-bandwidth curve (one curve per load op): the load threads' "
+            "GB/s (STREAM count, then memory traffic with write-allocate reads), the chasing thread's latency "
+            "(median over repetitions) and Little's law: traffic × latency = bytes in flight, / line size = cache "
+            "lines in flight, and per load thread. The latency is the chaser's under that same load, the best "
+            "estimate of what the load threads' own misses wait."
+        ),
+        "columns": [*(["series"] if several else []), "load op", "mix", "threads", "delay", "GB/s", "traffic GB/s",
+                    "loaded ns", "bytes in flight", "lines in flight", "lines / load thread"],  # fmt: skip
+        "rows": rows,
+    }

@@ -1,0 +1,156 @@
+"""Theoretical peak bandwidth per system, where it comes from, and every
+bandwidth as a share of it.
+
+Sources, the first that says something wins, and the source is always
+named: the config (`systems.<name>.peak`: channels x MT/s x bytes per
+transfer per socket, or `socket_gbps` directly; optionally the interconnect
+per link and direction), then the probe (environment.json `memory_peak`,
+from `dmidecode -t memory`, membench.probe.dmidecode). Neither: the peak is
+unknown, and no line is drawn nor share invented.
+
+The rule of a cell's peak: local and interleaved traffic against the memory
+peak of the NUMA nodes holding its pages (the system's peak split evenly
+over its nodes with CPUs, times the nodes holding at least 5 % of the
+sampled pages, in the median run); remote traffic against the interconnect
+(links x GB/s per link and direction) when the config gives it, else the
+memory peak of the pages' nodes. The traffic compared is what the memory
+moved: GB/s with write-allocate reads where the kernel has them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from membench.analyse.concurrency import placement_class
+
+PAGE_SHARE = 0.05  # a node holds a cell's pages from this share of the sample on
+
+
+def _cpu_nodes(topology: dict) -> int:
+    return max(1, sum(1 for node in topology.get("nodes", []) if node.get("cpus")))
+
+
+def system_peak(name: str, settings: dict | None, topology: dict, environment: dict) -> dict:
+    """One system's peak: config first, then the probe; or unknown, and why."""
+    nodes = _cpu_nodes(topology)
+    stated = (settings or {}).get("peak") or {}
+    out = {"system": name, "nodes": nodes, "interconnect_gbps": None, "interconnect": None}
+    if stated.get("interconnect_gbps"):
+        links = stated.get("interconnect_links", 1)
+        out["interconnect_gbps"] = links * stated["interconnect_gbps"]
+        out["interconnect"] = f"{links} link{'s' * (links != 1)} × {stated['interconnect_gbps']:g} GB/s per direction"
+    if "socket_gbps" in stated or "channels" in stated:
+        sockets = stated.get("sockets", topology.get("packages", 1))
+        if "socket_gbps" in stated:
+            per_socket, how = float(stated["socket_gbps"]), f"{stated['socket_gbps']:g} GB/s per socket"
+        else:
+            width = stated.get("bytes_per_transfer", 8)
+            per_socket = stated["channels"] * stated["mts"] * width / 1000
+            how = f"{stated['channels']} channels × {stated['mts']} MT/s × {width} B = {per_socket:.1f} GB/s per socket"
+        return {**out, "known": True, "source": f"config (systems.{name}.peak)", "socket_gbps": per_socket,
+                "sockets": sockets, "total_gbps": per_socket * sockets, "node_gbps": per_socket * sockets / nodes,
+                "derivation": f"{how}, {sockets} socket{'s' * (sockets != 1)}", "caveats": []}  # fmt: skip
+    probed = environment.get("memory_peak")
+    if probed is None:
+        return {**out, "known": False, "source": None,
+                "reason": "not probed (environment.json predates the peak probe) and not stated in the config"}  # fmt: skip
+    if not probed.get("known"):
+        return {**out, "known": False, "source": None, "reason": f"{probed['reason']}; not stated in the config"}
+    sockets = len(probed["socket_gbps"])
+    rates = "/".join(map(str, probed["mts"]))
+    return {**out, "known": True, "source": "probe (dmidecode -t memory)", "socket_gbps": probed["socket_gbps"][0] if sockets == 1 else max(probed["socket_gbps"]),
+            "sockets": sockets, "total_gbps": probed["total_gbps"], "node_gbps": probed["total_gbps"] / nodes,
+            "derivation": f"{probed['channels']} populated channels ({'+'.join(map(str, probed['channels_per_socket']))} per socket) × "
+                          f"{rates} MT/s × {'/'.join(map(str, probed['bytes_per_transfer']))} B = {probed['total_gbps']:.1f} GB/s, "
+                          f"{probed['dimms']} {'/'.join(probed['dimm_types'])} DIMMs",
+            "caveats": probed.get("caveats", [])}  # fmt: skip
+
+
+def system_peaks(systems: dict[str, dict], settings: dict | None) -> dict[str, dict]:
+    """system -> its peak, from {"topology", "environment"} per system and
+    the config's `systems:` map."""
+    settings = settings or {}
+    return {
+        name: system_peak(name, settings.get(name), files.get("topology", {}), files.get("environment", {}))
+        for name, files in systems.items()
+    }
+
+
+def nodes_holding_pages(page_nodes: pd.Series) -> float:
+    """The median over runs of how many nodes hold >= PAGE_SHARE of the
+    sampled pages (page_nodes: JSON text or dicts, node -> share)."""
+    counts = []
+    for value in page_nodes.dropna():
+        shares = json.loads(value) if isinstance(value, str) else value
+        if isinstance(shares, dict) and shares:
+            counts.append(sum(1 for share in shares.values() if share >= PAGE_SHARE))
+    return float(pd.Series(counts).median()) if counts else math.nan
+
+
+def _traffic(cells: pd.DataFrame, stat: str) -> pd.Series:
+    wa = cells.get(f"gbps_wa_{stat}", pd.Series(math.nan, index=cells.index))
+    return wa.where(wa.notna(), cells[f"gbps_{stat}"])
+
+
+def cell_shares(cells: pd.DataFrame, peaks: dict[str, dict]) -> pd.DataFrame:
+    """The bandwidth cells that have a peak, with peak_gbps, peak_of (what
+    the peak is), traffic_gbps (mean), peak_share (mean traffic / peak)
+    and peak_share_best (the fastest run / peak)."""
+    bandwidth = cells[~cells["kernel"].isin(["chase", "loaded"]) & (cells["n_ok"] > 0)]
+    rows = []
+    for index, row in bandwidth.iterrows():
+        peak = peaks.get(row["system"])
+        if not peak or not peak["known"]:
+            continue
+        used = row.get("page_nodes_used", math.nan)
+        if pd.isna(used):
+            if peak["nodes"] != 1:
+                continue  # which nodes' memory served the cell is not recorded
+            used = 1
+        used = int(min(max(used, 1), peak["nodes"]))
+        if placement_class(str(row["policy_requested"])) == "remote" and peak["interconnect_gbps"]:
+            rows.append((index, peak["interconnect_gbps"], f"interconnect, {peak['interconnect']}"))
+        else:
+            kind = "memory" if placement_class(str(row["policy_requested"])) != "remote" else "memory (interconnect not stated)"
+            rows.append((index, peak["node_gbps"] * used, f"{kind}, {used} of {peak['nodes']} node{'s' * (peak['nodes'] != 1)}"))
+    if not rows:
+        return bandwidth.iloc[0:0].assign(peak_gbps=[], peak_of=[], traffic_gbps=[], peak_share=[], peak_share_best=[])
+    index, values, names = zip(*rows)
+    out = bandwidth.loc[list(index)].copy()
+    out["peak_gbps"], out["peak_of"] = list(values), list(names)
+    out["traffic_gbps"] = _traffic(out, "mean")
+    out["peak_share"] = out["traffic_gbps"] / out["peak_gbps"]
+    out["peak_share_best"] = _traffic(out, "max") / out["peak_gbps"]
+    return out
+
+
+def best_shares(shares: pd.DataFrame) -> list[dict]:
+    """Per system and kernel family, the cell whose mean traffic came
+    closest to its peak: the summary's "best share per family"."""
+    if shares.empty:
+        return []
+    best = shares.loc[shares.groupby(["system", "kernel"], sort=False)["peak_share"].idxmax()]
+    return [
+        {"system": r.system, "family": r.kernel, "share": r.peak_share, "traffic_gbps": r.traffic_gbps, "peak_gbps": r.peak_gbps,
+         "peak_of": r.peak_of, "experiment": r.experiment, "variant": r.variant, "op": r.op, "threads": int(r.threads)}
+        for r in best.itertuples()
+    ]  # fmt: skip
+
+
+def concurrency_needed(ec: pd.DataFrame, shares: pd.DataFrame, line_bytes: dict[str, int]) -> pd.DataFrame:
+    """Effective concurrency rows with lines_for_peak (peak x idle latency /
+    line size: what reaching the peak would keep in flight) and
+    lines_share (the lines measured as a share of it); NaN without a peak
+    or a latency."""
+    if ec.empty:
+        return ec
+    keys = ["system", "cell", "op"]
+    peak = shares[keys + ["peak_gbps"]] if not shares.empty else pd.DataFrame(columns=keys + ["peak_gbps"])
+    out = ec.merge(peak, on=keys, how="left")
+    lines = out["system"].map(line_bytes).astype(float)
+    out["lines_for_peak"] = out["peak_gbps"].astype(float) * out["latency_ns"] / lines
+    out["lines_share"] = out["lines_in_flight"] / out["lines_for_peak"]
+    return out

@@ -1,0 +1,118 @@
+"""Pure statistics over the tidy measurement table: per-cell summaries of
+the repetitions (separate processes) and the list of cells that did not run."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from membench.analyse.peak import nodes_holding_pages
+from membench.store.placement_classes import placement_summary, placement_words
+
+# A cell as requested, plus what the host resolved it to.
+CELL_KEYS = [
+    "system",
+    "experiment",
+    "cell",
+    "kernel",
+    "variant",
+    "op",
+    "threads_requested",
+    "affinity",
+    "policy_requested",
+    "pages",
+    "init",
+    "size_requested",
+    "load_delay_requested",
+    "chase_group_requested",
+    "chase_spacing_requested",
+]
+OBTAINED_KEYS = ["threads", "size_bytes", "policy"]
+# Axes that tell series apart in figures and table rows (threads and op have
+# their own place).
+SERIES_AXES = ["system", "variant", "affinity", "policy_requested", "pages", "init", "size_requested"]
+
+
+def add_series(table: pd.DataFrame, axes: list[str] = SERIES_AXES) -> pd.DataFrame:
+    """Label each row by those of `axes` that vary within the table."""
+    varying = [a for a in axes if a in table and table[a].nunique(dropna=False) > 1]
+    table = table.copy()
+    if not varying:
+        table["series"] = table["affinity"].astype(str) if "affinity" in table else "all"
+    elif varying == ["affinity"]:
+        table["series"] = table["affinity"].astype(str)
+    else:
+        table["series"] = table[varying].astype(str).apply(
+            lambda row: ", ".join(f"{a.removesuffix('_requested')}={v}" for a, v in row.items()), axis=1
+        )
+    return table
+
+
+def _pattern_counts(values: pd.Series, label=str, limit: int = 3) -> str:
+    """"[0, 1]" x3; "[1, 0]" x1 -> a compact text of the most common
+    distinct patterns (at most `limit`, then how many runs the rest hold)."""
+    counts = values.dropna().value_counts()
+    text = "; ".join(f"{label(pattern)} x{n}" for pattern, n in counts.head(limit).items())
+    rest = int(counts.iloc[limit:].sum())
+    return text + (f"; {len(counts) - limit} more x{rest}" if rest else "")
+
+
+def distribution(values: pd.Series, prefix: str) -> dict:
+    """n-independent summary of one metric over repetitions."""
+    values = values.astype(float)
+    return {
+        f"{prefix}_mean": values.mean(),
+        f"{prefix}_std": values.std(ddof=1) if len(values) > 1 else float("nan"),
+        f"{prefix}_min": values.min(),
+        f"{prefix}_max": values.max(),
+        f"{prefix}_median": values.median(),
+    }
+
+
+def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (cell, op[, working set]), in the order the records come
+    (config order, then the kernel's op order): repetitions by status, and
+    the distributions of the ok ones: bandwidth (GB/s = 1e9 B/s) and, for
+    latency kernels, ns per load."""
+    keys = [k for k in CELL_KEYS if k in table] + (["working_set_bytes"] if "working_set_bytes" in table else [])
+    rows = []
+    for key, group in table.groupby(keys, dropna=False, sort=False):
+        ok = group[group["status"] == "ok"]
+        row = dict(zip(keys, key))
+        for obtained in OBTAINED_KEYS + [c for c in group if c.startswith("feature_")]:
+            row[obtained] = group[obtained].iloc[0]
+        row.update(
+            n_ok=len(ok),
+            n_skipped=int((group["status"] == "skipped").sum()),
+            n_failed=int((group["status"] == "failed").sum()),
+        )
+        if ok.empty:
+            rows.append(row)
+            continue
+        # core_ghz: the clock the chase measured beside its latency (cycles in the hierarchy table)
+        for metric, prefix in (("gbps", "gbps"), ("gbps_wa", "gbps_wa"), ("ns_per_load", "ns"), ("core_ghz", "core_ghz")):
+            if metric in ok and ok[metric].notna().any():
+                row.update(distribution(ok[metric].dropna(), prefix))
+        row.update(
+            hugepage_fraction_mean=ok["hugepage_fraction"].astype(float).mean(),
+            placement_classes=placement_summary(ok) or "not classified (no topology.json)",
+            placement_words=placement_words(ok) or "not classified (no topology.json)",
+            migrated_runs=int(ok["migrated"].fillna(False).astype(bool).sum()) if "migrated" in ok else 0,
+        )
+        if "node_name" in ok:
+            row["nodes_obtained"] = _pattern_counts(ok["node_name"])
+        if "page_nodes" in ok:
+            row["page_nodes_used"] = nodes_holding_pages(ok["page_nodes"])  # the peak a cell is held against
+        if "placement_problems" in ok:
+            flagged = ok["placement_problems"].dropna()
+            row.update(placement_mismatches=len(flagged), placement_notes=_pattern_counts(flagged) or None)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def problem_cells(table: pd.DataFrame) -> pd.DataFrame:
+    """Every (cell, status, reason) that is not ok, with how often."""
+    bad = table[table["status"] != "ok"]
+    keys = ["system", "experiment", "cell", "status", "reason"]
+    if bad.empty:
+        return pd.DataFrame(columns=[*keys, "records"])
+    return bad.groupby(keys, dropna=False).size().reset_index(name="records")

@@ -1,0 +1,27 @@
+"""The analyse stage's files: per-cell statistics, the modes of every
+bandwidth cell and what explains them, and the cells that did not run, for
+every system at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from membench.analyse import c2c_summary
+from membench.store.collect import read_measurements
+from membench.analyse.modes import modes_table
+from membench.core.atomic_files import write_text_atomic
+from membench.analyse.stats import CELL_KEYS, problem_cells, summarise_cells
+
+
+def write_summaries(
+    measurements: list[str], cells_out: str, problems_out: str, modes_out: str,
+    c2c_classes_out: str | None = None, c2c_pairs_out: str | None = None,
+) -> None:  # fmt: skip
+    table = read_measurements(measurements, without=("memory_nodes",))
+    if c2c_classes_out:
+        write_text_atomic(Path(c2c_classes_out), c2c_summary.class_table(table).to_csv(index=False))
+    if c2c_pairs_out:
+        write_text_atomic(Path(c2c_pairs_out), c2c_summary.pair_table(table).to_csv(index=False))
+    write_text_atomic(Path(cells_out), summarise_cells(table).to_csv(index=False))
+    write_text_atomic(Path(modes_out), modes_table(table, CELL_KEYS).to_csv(index=False))
+    write_text_atomic(Path(problems_out), problem_cells(table).to_csv(index=False))

@@ -1,0 +1,428 @@
+"""`make compare`: two result sets, matched cell by cell on their knobs.
+
+A side is a run directory (holding results/), a results directory
+(holding <system>/runs/), or either with ":<system>" to pick one system.
+Its stored records (results/<system>/runs/**/r*.jsonl) are read through
+membench.store.collect (checked against the record contract, placement classes
+from the system's topology.json); summary CSVs are never read.
+
+Cells match on their knobs (KNOBS, plus any other "<knob>_requested" key
+the records of both sides carry), never on file, cell or experiment
+names; --ignore drops knobs from the match (to compare 4k against thp, or
+close against spread). For each matched cell, op (and working set) and
+metric the statistics of membench.compare.stats; the cells whose verified
+placement differs between the sides are marked, and a multimodal cell is
+compared per placement class when recorded placement explains its modes
+(membench.analyse.modes), or said to be confounded when it does not.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import chi2_contingency
+
+from membench.store import collect
+from membench.analyse import modes
+from membench.compare.stats import METRICS, compare_values
+from membench.store.placement_classes import FACTORS, factor_levels
+
+KNOBS = [
+    "kernel", "variant", "op", "threads_requested", "affinity", "policy_requested", "pages", "init",
+    "size_requested", "prefetch_distance_requested", "load_delay_requested", "chase_group_requested", "ntimes",
+    "working_set_bytes",
+]  # fmt: skip
+NOT_KNOBS = ("pages_requested",)  # "variant" resolves it; `pages` holds what was asked of the harness
+MIN_CLASS_RUNS = 4  # per side: the fewest runs with which a 95 % interval exists
+PLACEMENT_P = 0.01  # chi-square test of the class shares, per factor
+PARALLEL_CELLS = 200  # cell directories (both sides) from which the sides are read in parallel
+SEP = "\x1f"  # between the knobs of a key
+ROW_KEYS = [
+    "system", "system_base", "system_new", "experiment", "cell", "op", "metric", "unit", "working_set_bytes",
+    "placement_class", "n_base", "n_new", "median_base", "median_new", "ratio", "ratio_low", "ratio_high",
+    "p_value", "verdict", "threshold", "confidence", "row_confidence", "n_needed", "placement_differs", "multimodal",
+    "confounded",
+    "notes", "knobs",
+]  # fmt: skip
+
+
+class SideError(ValueError):
+    pass
+
+
+@dataclass
+class Side:
+    label: str  # BASE or NEW
+    spec: str  # as given on the command line
+    results: Path
+    system: str
+    environment: dict | None = None
+    topology: dict | None = None
+    table: pd.DataFrame = field(default_factory=pd.DataFrame)
+    levels: pd.DataFrame = field(default_factory=pd.DataFrame)  # placement class per ok run and factor, as text
+
+
+def parse_side(spec: str) -> tuple[Path, str | None]:
+    """"dir" or "dir:system" -> (results directory, system or None); a
+    system's own directory (results/<system>, holding runs/) picks it."""
+    path, system = spec, None
+    if ":" in spec and not Path(spec).exists():
+        path, system = spec.rsplit(":", 1)
+    root = Path(path)
+    if (root / "runs").is_dir() and system is None:  # one system's directory, results/<system>
+        return root.parent, root.name
+    results = root / "results" if (root / "results").is_dir() else root
+    if not results.is_dir():
+        raise SideError(f"{spec}: no such directory")
+    return results, system or None
+
+
+def systems_in(results: Path) -> list[str]:
+    return sorted(p.name for p in results.iterdir() if (p / "runs").is_dir())
+
+
+def pair_systems(base_spec: str, new_spec: str) -> tuple[list[tuple[str, Path, str, Path]], list[str]]:
+    """[(base system, its results, new system, its results)] and a note per
+    system found on one side only. One system each (picked or alone): those
+    two; otherwise the systems of the same name."""
+    (b_dir, b_sys), (n_dir, n_sys) = parse_side(base_spec), parse_side(new_spec)
+    found = {}
+    for label, spec, directory, system in (("BASE", base_spec, b_dir, b_sys), ("NEW", new_spec, n_dir, n_sys)):
+        names = systems_in(directory)
+        if system is not None and system not in names:
+            raise SideError(f"{label} {spec}: no system {system!r} (systems with runs: {', '.join(names) or 'none'})")
+        if not names:
+            raise SideError(f"{label} {spec}: no results/<system>/runs/ under {directory}")
+        found[label] = [system] if system else names
+    if len(found["BASE"]) == 1 and len(found["NEW"]) == 1:
+        return [(found["BASE"][0], b_dir, found["NEW"][0], n_dir)], []
+    common = [s for s in found["BASE"] if s in found["NEW"]]
+    notes = [f"system {s} only on BASE" for s in found["BASE"] if s not in common]
+    notes += [f"system {s} only on NEW" for s in found["NEW"] if s not in common]
+    if not common:
+        raise SideError(f"no system in common: BASE has {found['BASE']}, NEW has {found['NEW']}; pick one with dir:system")
+    return [(s, b_dir, s, n_dir) for s in common], notes
+
+
+def _json_or_none(path: Path):
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def read_side(label: str, spec: str, results: Path, system: str) -> Side:
+    """The stored records of one system as a table, with placement classes."""
+    base = results / system
+    topology = _json_or_none(base / "topology.json")
+    files = sorted(str(p) for p in (base / "runs").glob("**/r*.jsonl"))
+    table = collect.records_table(collect.read_records(files), {system: topology} if topology else None)
+    ok = table[table["status"] == "ok"] if "status" in table else table.iloc[:0]
+    levels = factor_levels(ok).fillna("unknown").astype(str)
+    return Side(label, spec, results, system, _json_or_none(base / "environment.json"), topology, table, levels)
+
+
+def read_sides(*sides: tuple[str, str, Path, str]) -> list[Side]:
+    """read_side of each, in processes of their own when the runs are many
+    (reading and classifying records is most of a large comparison's time)."""
+    cells = sum(1 for _, _, results, system in sides for _ in (results / system / "runs").glob("*/*/*"))
+    if cells < PARALLEL_CELLS or (os.cpu_count() or 1) < 2:
+        return [read_side(*side) for side in sides]
+    with ProcessPoolExecutor(max_workers=min(len(sides), os.cpu_count() or 1)) as pool:
+        return list(pool.map(read_side, *zip(*sides)))
+
+
+# ----------------------------------------------------------------- matching
+
+
+def _norm(value):
+    if hasattr(value, "item"):  # numpy scalars
+        value = value.item()
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def knob_columns(base: pd.DataFrame, new: pd.DataFrame, ignore: list[str]) -> tuple[list[str], list[str]]:
+    """(knobs matched on, notes on knobs recorded on one side only)."""
+    extra = sorted(c for c in set(base) & set(new) if c.endswith("_requested") and c not in KNOBS + list(NOT_KNOBS))
+    knobs, notes = [], []
+    for knob in KNOBS + extra:
+        if knob in ignore:
+            continue
+        on_base, on_new = knob in base and base[knob].notna().any(), knob in new and new[knob].notna().any()
+        if on_base and on_new or (knob in base and knob in new):
+            knobs.append(knob)
+        elif on_base or on_new:
+            notes.append(f"{knob} is recorded on {'BASE' if on_base else 'NEW'} only: not matched on")
+    return knobs, notes
+
+
+def _pair_keys(base: pd.DataFrame, new: pd.DataFrame, knobs: list[str]) -> tuple[pd.Series, pd.Series]:
+    """One text key per row of each side (the knobs' values, JSON-encoded,
+    joined by SEP); built per distinct combination, not per row."""
+    both = pd.concat([base.reindex(columns=knobs), new.reindex(columns=knobs)], ignore_index=True)
+    if not knobs or both.empty:
+        return pd.Series("", index=base.index, dtype=object), pd.Series("", index=new.index, dtype=object)
+    texts = pd.DataFrame(index=both.index)
+    for knob in knobs:
+        column = both[knob]
+        mapping = {v: json.dumps(_norm(v)) for v in column.dropna().unique()}
+        texts[knob] = column.map(mapping).astype(object).fillna("null")
+    ids = texts.groupby(knobs, sort=False, dropna=False).ngroup().to_numpy()
+    first = texts.groupby(ids, sort=False).head(1)
+    names = np.empty(ids.max() + 1, dtype=object)
+    names[ids[first.index]] = [SEP.join(row) for row in first[knobs].itertuples(index=False)]
+    keys = names[ids]
+    return pd.Series(keys[: len(base)], index=base.index), pd.Series(keys[len(base):], index=new.index)
+
+
+def _knob_text(key: str, knobs: list[str], leave_out: tuple[str, ...] = ()) -> str:
+    values = [json.loads(v) for v in key.split(SEP)] if knobs else []
+    return " ".join(f"{k.removesuffix('_requested')}={v}" for k, v in zip(knobs, values)
+                    if v is not None and k not in leave_out)  # fmt: skip
+
+
+def differing_knobs(b_only: pd.DataFrame, n_only: pd.DataFrame, knobs: list[str]) -> list[str]:
+    """Knobs whose values on the cells found on BASE only never occur on
+    the cells found on NEW only: what was changed on purpose, perhaps."""
+    found = []
+    for knob in knobs:
+        if knob in ("op", "working_set_bytes") or knob not in b_only or knob not in n_only:
+            continue
+        b_values, n_values = set(b_only[knob].dropna().astype(str)), set(n_only[knob].dropna().astype(str))
+        if b_values and n_values and not b_values & n_values:
+            found.append(knob)
+    return found
+
+
+def _ambiguous(side: Side, keys: pd.Series, ignore: list[str]) -> list[str]:
+    """Ignored knobs that take several values under one key on a side:
+    ignoring them would pool different measurements."""
+    problems = []
+    for knob in ignore:
+        if knob not in side.table:
+            continue
+        counts = side.table[knob].astype(str).groupby(keys).nunique()
+        if (counts > 1).any():
+            problems.append(f"{side.label} has cells that differ only in {knob}: ignoring {knob} would pool them")
+    return problems
+
+
+# ---------------------------------------------------------------- placement
+
+
+def placement_difference(b_levels: pd.DataFrame, n_levels: pd.DataFrame) -> list[str]:
+    """The factors whose class shares differ between the sides: every run
+    of each side in one class and the classes differ, or a chi-square test
+    of the shares with p < PLACEMENT_P."""
+    found = []
+    for factor in [f for f in b_levels if f in n_levels]:
+        b, n = b_levels[factor].to_numpy(), n_levels[factor].to_numpy()
+        if len(b) and (b == b[0]).all() and (n == b[0]).all():
+            continue  # one class, the same on both sides
+        b_counts, n_counts = pd.Series(b).value_counts(), pd.Series(n).value_counts()
+        if set(b_counts.index) == set(n_counts.index) and len(b_counts) == 1:
+            continue
+        if len(b_counts) == 1 and len(n_counts) == 1:
+            differs = True
+        else:
+            table = pd.concat([b_counts, n_counts], axis=1).fillna(0).to_numpy()
+            differs = bool(chi2_contingency(table).pvalue < PLACEMENT_P)
+        if differs:
+            found.append(f"{FACTORS[factor]}: BASE {_shares(b_counts)}, NEW {_shares(n_counts)}")
+    return found
+
+
+def _shares(counts: pd.Series, limit: int = 3) -> str:
+    shown = ", ".join(f"{level} ×{n}" for level, n in counts.head(limit).items())
+    return shown + (f", {len(counts) - limit} more" if len(counts) > limit else "")
+
+
+def explaining_factors(ok: pd.DataFrame, metric: str) -> tuple[int | None, str | None]:
+    """(modes found, the placement factor that explains them or None)."""
+    found = modes.find_modes(ok[metric])
+    if found is None or len(found) < 2:
+        return (len(found) if found else None), None
+    row = modes.cell_modes(ok, metric, METRICS[metric][0])
+    return len(found), (row["best_factor"] if row["verdict"] == "explained" else None)
+
+
+# --------------------------------------------------------------------- rows
+
+
+def _label(side: Side, group: pd.DataFrame, column: str) -> str:
+    names = list(dict.fromkeys(group[column].dropna().astype(str))) if column in group else []
+    return "; ".join(names[:2]) + (f" (+{len(names) - 2})" if len(names) > 2 else "") if names else "–"
+
+
+def compare_sides(base: Side, new: Side, *, ignore: list[str]) -> dict:
+    """The row groups of one pair of systems (each matched cell and metric,
+    then its placement-class rows; statistics not yet computed: decide()
+    does), its unmatched cells and notes."""
+    b_table, n_table = base.table, new.table
+    knobs, notes = knob_columns(b_table, n_table, ignore)
+    b_keys, n_keys = _pair_keys(b_table, n_table, knobs)
+    problems = _ambiguous(base, b_keys, ignore) + _ambiguous(new, n_keys, ignore)
+    if problems:
+        raise SideError("; ".join(problems))
+    b_ok_mask = (b_table["status"] == "ok") if "status" in b_table else pd.Series(False, index=b_table.index)
+    n_ok_mask = (n_table["status"] == "ok") if "status" in n_table else pd.Series(False, index=n_table.index)
+    b_groups = {k: g for k, g in b_table[b_ok_mask].groupby(b_keys[b_ok_mask], sort=False)}
+    n_groups = {k: g for k, g in n_table[n_ok_mask].groupby(n_keys[n_ok_mask], sort=False)}
+    groups, placement_cache = [], {}
+    system = base.system if base.system == new.system else f"{base.system} → {new.system}"
+    for key, b_group in b_groups.items():
+        n_group = n_groups.get(key)
+        if n_group is None:
+            continue
+        common = {
+            "system": system, "system_base": base.system, "system_new": new.system,
+            "experiment": _label(base, b_group, "experiment"), "cell": _label(base, b_group, "cell"),
+            "op": _norm(b_group["op"].iloc[0]) if "op" in b_group else None,
+            "working_set_bytes": _norm(b_group["working_set_bytes"].iloc[0]) if "working_set_bytes" in b_group else None,
+            "knobs": _knob_text(key, knobs),
+        }  # fmt: skip
+        for metric, (unit, higher) in METRICS.items():
+            if metric not in b_group or metric not in n_group:
+                continue
+            b_ok, n_ok = b_group[b_group[metric].notna()], n_group[n_group[metric].notna()]
+            if b_ok.empty or n_ok.empty:
+                continue
+            levels = (base.levels.reindex(b_ok.index), new.levels.reindex(n_ok.index))
+            groups.append(_metric_rows(common, b_ok, n_ok, levels, metric, unit, higher, placement_cache))
+    unmatched = _unmatched(base, b_table, b_keys, set(n_groups), n_table, n_keys, knobs)
+    unmatched += _unmatched(new, n_table, n_keys, set(b_groups), b_table, b_keys, knobs)
+    if unmatched:
+        b_only = b_table[b_ok_mask & ~b_keys.isin(set(n_groups))]
+        n_only = n_table[n_ok_mask & ~n_keys.isin(set(b_groups))]
+        changed = differing_knobs(b_only, n_only, knobs)
+        if changed:
+            notes.append(f"the unmatched cells of the two sides differ in {', '.join(changed)}: to compare them, "
+                         f"leave it out of the match (IGNORE={','.join(changed)}, --ignore {','.join(changed)})")  # fmt: skip
+    return {"groups": groups, "unmatched": unmatched, "notes": notes, "knobs": knobs}
+
+
+def _metric_rows(common, b_ok, n_ok, levels, metric, unit, higher, placement_cache) -> list[dict]:
+    row = {**common, "metric": metric, "unit": unit, "placement_class": "all", "_values": (b_ok[metric], n_ok[metric]),
+           "_higher": higher}  # fmt: skip
+    notes = []
+    if "cell" in n_ok and set(n_ok["cell"].dropna()) != set(b_ok["cell"].dropna()):
+        notes.append(f"NEW cell: {_label(None, n_ok, 'cell')}")
+    if "threads" in b_ok and "threads" in n_ok and set(b_ok["threads"]) != set(n_ok["threads"]):
+        notes.append(f"threads obtained: BASE {sorted(set(b_ok['threads']))}, NEW {sorted(set(n_ok['threads']))}")
+    # the ops (and working sets) of one process share its placement: tested once per cell
+    cache_key = (common["cell"], tuple(b_ok["repeat"]) if "repeat" in b_ok else len(b_ok),
+                 tuple(n_ok["repeat"]) if "repeat" in n_ok else len(n_ok))  # fmt: skip
+    if cache_key not in placement_cache:
+        placement_cache[cache_key] = placement_difference(*levels)
+    differs = placement_cache[cache_key]
+    if differs:
+        notes.append("placement differs: " + "; ".join(differs))
+    (b_modes, b_factor), (n_modes, n_factor) = explaining_factors(b_ok, metric), explaining_factors(n_ok, metric)
+    multimodal = [label for label, count in (("BASE", b_modes), ("NEW", n_modes)) if count and count > 1]
+    extra, confounded = [], False
+    if multimodal:
+        factor = b_factor or n_factor
+        counts = f"BASE {b_modes or '–'} mode(s), NEW {n_modes or '–'}"
+        if factor:
+            notes.append(f"multimodal ({counts}), explained by {FACTORS[factor]}: compared per class below")
+            extra, skipped = _class_rows(row, b_ok, n_ok, levels, metric, factor)
+            if skipped:
+                notes.append(f"too few runs to compare in class(es): {', '.join(skipped)}")
+            confounded = bool(differs)
+        else:
+            notes.append(f"multimodal ({counts}) and recorded placement does not explain the modes: "
+                         "something unrecorded confounds this comparison")  # fmt: skip
+            confounded = True
+    elif differs:
+        confounded = False  # one mode each side: the placement change is part of what is compared
+    row.update(placement_differs=bool(differs), multimodal="+".join(multimodal) or "no",
+               confounded=confounded, notes="; ".join(notes) or None)  # fmt: skip
+    return [row, *extra]
+
+
+def _class_rows(row, b_ok, n_ok, levels, metric, factor) -> tuple[list[dict], list[str]]:
+    """One row per class of `factor` with enough runs on both sides."""
+    b_levels = levels[0][factor] if factor in levels[0] else pd.Series("unknown", index=b_ok.index)
+    n_levels = levels[1][factor] if factor in levels[1] else pd.Series("unknown", index=n_ok.index)
+    rows, skipped = [], []
+    for level in sorted(set(b_levels) | set(n_levels)):
+        b_vals, n_vals = b_ok.loc[b_levels == level, metric], n_ok.loc[n_levels == level, metric]
+        name = f"{FACTORS[factor]} {level}"
+        if len(b_vals) < MIN_CLASS_RUNS or len(n_vals) < MIN_CLASS_RUNS:
+            skipped.append(f"{name} (BASE {len(b_vals)}, NEW {len(n_vals)} runs)")
+            continue
+        rows.append({**row, "placement_class": name, "_values": (b_vals, n_vals),
+                     "placement_differs": False, "multimodal": "no", "confounded": False,
+                     "notes": f"runs of {name} only"})  # fmt: skip
+    return rows, skipped
+
+
+def _unmatched(side: Side, table, keys, other_keys: set, other_table, other_keys_all, knobs) -> list[dict]:
+    """Cells with ok runs on `side` and none with the same knobs on the
+    other side, one entry per cell (its ops and working sets counted)."""
+    if table.empty or "status" not in table:
+        return []
+    ok = table["status"] == "ok"
+    lonely = ok & ~keys.isin(other_keys)
+    out = []
+    if not lonely.any():
+        return out
+    other_status = {}
+    if "status" in other_table and len(other_table):
+        for key, group in other_table.groupby(other_keys_all, sort=False):
+            reasons = group["reason"].dropna().astype(str).unique() if "reason" in group else []
+            other_status[key] = f"{'/'.join(sorted(group['status'].unique()))}: {'; '.join(reasons[:2])}"
+    cells = table[lonely].assign(_key=keys[lonely])
+    for cell, group in cells.groupby(cells["cell"] if "cell" in cells else cells["_key"], sort=False):
+        first = group["_key"].iloc[0]
+        why = other_status.get(first, "no cell with these knobs")
+        out.append({
+            "only_on": side.label, "system": side.system, "experiment": _label(side, group, "experiment"),
+            "cell": str(cell), "rows": int(group["_key"].nunique()),
+            "knobs": _knob_text(first, knobs, ("op", "working_set_bytes")),
+            "other_side": why,
+        })  # fmt: skip
+    return out
+
+
+VERDICT_ORDER = {"worse": 0, "better": 1, "undecided": 2, "same": 3}
+
+
+def _effect(row: dict) -> float:
+    ratio = row["ratio"]
+    return -abs(math.log(ratio)) if ratio and np.isfinite(ratio) and ratio > 0 else 0.0
+
+
+def decide(groups: list[list[dict]], *, threshold: float, confidence: float) -> list[dict]:
+    """The statistics of every row (membench.compare.stats), at a per-row
+    level that makes `confidence` hold for all rows together (Bonferroni:
+    1 - (1 - confidence) / rows), so that a comparison of many cells with
+    no change is wholly `same`/`undecided` with probability >= confidence;
+    rows ordered changes first."""
+    count = sum(len(group) for group in groups)
+    level = 1 - (1 - confidence) / max(count, 1)
+    for group in groups:
+        for row in group:
+            b_vals, n_vals = row.pop("_values")
+            higher = row.pop("_higher")
+            row.update(compare_values(b_vals, n_vals, higher_is_better=higher, threshold=threshold, confidence=level),
+                       threshold=threshold, confidence=confidence, row_confidence=level)  # fmt: skip
+    return ordered(groups)
+
+
+def ordered(groups: list[list[dict]]) -> list[dict]:
+    """Rows, changes first: each cell's row and its class rows (kept under
+    it) by the gravest verdict among them (worse, better, undecided, same),
+    then the largest effect first."""
+    def rank(group):
+        return min(VERDICT_ORDER[r["verdict"]] for r in group), _effect(group[0])
+
+    return [row for group in sorted(groups, key=rank) for row in group]

@@ -1,0 +1,39 @@
+"""How one compared row reads: its ratio and interval, what it is, its
+verdict (the terminal table, compare.txt and compare.html share these)."""
+
+from __future__ import annotations
+
+import math
+
+from membench.core.text import size_text
+
+
+def fmt(value, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if abs(value) >= 1000 or abs(value) < 0.01 else f"{value:.{digits}f}"
+    return str(value)
+
+
+def interval_text(row: dict) -> str:
+    if not math.isfinite(row["ratio_high"]) or row["ratio_low"] <= 0:
+        return f"{row['ratio']:.3f} [no interval at this n]"
+    return f"{row['ratio']:.3f} [{row['ratio_low']:.3f}, {row['ratio_high']:.3f}]"
+
+
+def what_text(row: dict) -> str:
+    """cell, op, working set and placement class in one column."""
+    parts = [row["cell"], row["op"] or ""]
+    if row["working_set_bytes"] is not None:
+        parts.append(f"ws={size_text(row['working_set_bytes'])}")
+    if row["placement_class"] != "all":
+        parts.append(f"[{row['placement_class']}]")
+    return " ".join(p for p in parts if p)
+
+
+def verdict_text(row: dict) -> str:
+    text = row["verdict"]
+    if row["verdict"] == "undecided":
+        text += f" (n≈{row['n_needed']} per side)" if row["n_needed"] else " (on the threshold)"
+    return text + (" ≠" if row["placement_differs"] else "") + (" !" if row["confounded"] else "")

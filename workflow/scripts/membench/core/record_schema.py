@@ -1,0 +1,278 @@
+"""The record contract as a JSON Schema (workflow/schemas/record.schema.yaml):
+loading it once, migrating older records in memory, and saying what in a
+record breaks it.
+
+Speed: a study of 27,000 repetitions holds ~100,000 records, at 120
+threads with lists of 120 CPU ids each. They are checked by a validator
+compiled from the schema by fastjsonschema; only a record it rejects goes
+through jsonschema, whose errors name every key that is wrong and why.
+A Checker validates in full only the first record of a shape (same keys,
+status, kernel, version); the next ones of that shape (the other ops of
+the process, the next repetitions) check only the keys whose values differ
+from the last valid record, each against the subschemas that apply to that
+key in that shape (compiled once per shape and key). That is exact
+because the schema's constraints are per key (`properties`, also under
+if/then) or `required` lists, and its `if` conditions test only
+SHAPE_KEYS (tests/test_record_schema.py checks that).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import itertools
+import marshal
+import operator
+
+import fastjsonschema
+import jsonschema
+import yaml
+
+from membench import SCHEMA_VERSION
+from membench.core import paths
+
+SCHEMA_FILE = paths.RECORD_SCHEMA
+# Families of kernels/variants.yaml and the schema block that covers each.
+FAMILY_BLOCKS = {
+    "stream": "family_bandwidth",
+    "readonly": "family_bandwidth",
+    "xor": "family_bandwidth",
+    "daxpy": "family_bandwidth",
+    "mix": "family_bandwidth",
+    "chase": "family_chase",
+    "loaded": "family_loaded",
+    "c2c": "family_c2c",
+}
+V1_PAGE_BYTES = 4096  # the version-1 chase grouped 4 KiB pages
+
+
+class SchemaVersionError(ValueError):
+    pass
+
+
+@functools.cache
+def schema(stored: bool = True) -> dict:
+    """The schema of a stored record; stored=False: of the harness's own
+    output (without the keys membench adds, the `stored` block)."""
+    with open(SCHEMA_FILE) as fh:
+        loaded = yaml.safe_load(fh)
+    if stored:
+        return loaded
+    harness = copy.deepcopy(loaded)
+    harness["allOf"] = [part for part in harness["allOf"] if part != {"$ref": "#/definitions/stored"}]
+    return harness
+
+
+@functools.cache
+def _validators(stored: bool):
+    return fastjsonschema.compile(schema(stored)), jsonschema.Draft7Validator(schema(stored))
+
+
+# Keys whose values decide which parts of the schema apply: a record whose
+# differ from the last valid one is checked in full.
+SHAPE_KEYS = ("status", "kernel", "schema", "migrated_from")
+CONTAINERS = (list, dict)
+
+
+def _exact(value) -> bytes:
+    """A container as bytes that tell its items' types apart ([1] == [True]
+    and {"0": 1} == {"0": 1.0} in Python; not here). marshal version 2
+    writes no back-references: equal bytes are equal values and types."""
+    return marshal.dumps(value, 2)
+
+
+def _resolve(root: dict, node: dict) -> dict:
+    while "$ref" in node:
+        target = root
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+def key_subschemas(root: dict, probe: dict) -> dict[str, list[dict]]:
+    """key -> every subschema that applies to its value in records of the
+    shape `probe` (the values of SHAPE_KEYS): `properties` of the root and
+    of each allOf part and if/then/else branch taken for the probe."""
+    out: dict[str, list[dict]] = {}
+
+    def walk(node: dict) -> None:
+        node = _resolve(root, node)
+        for key, sub in node.get("properties", {}).items():
+            out.setdefault(key, []).append(sub)
+        for part in node.get("allOf", []):
+            walk(part)
+        if "if" in node:
+            condition = {"definitions": root.get("definitions", {}), **node["if"]}
+            branch = node.get("then" if jsonschema.Draft7Validator(condition).is_valid(probe) else "else")
+            if branch:
+                walk(branch)
+
+    walk(root)
+    return out
+
+
+@functools.cache
+def _keys_validator(stored: bool, probe: tuple, keys: tuple):
+    """The compiled check of some keys' values (an object of just those) in
+    records of one shape: every subschema that applies to each key."""
+    root = schema(stored)
+    subs = key_subschemas(root, dict(probe))
+    properties = {key: {"allOf": subs.get(key, [])} for key in keys}
+    return fastjsonschema.compile({"definitions": root.get("definitions", {}), "properties": properties})
+
+
+class Checker:
+    """problems() of many records, fast (see the module's docstring)."""
+
+    def __init__(self, stored: bool = True):
+        self.stored = stored
+        self.full, _ = _validators(stored)
+        self.keys: list[str] = []  # the last valid record's keys, in order
+        self.values: list = []
+        self.exact: dict[int, bytes] = {}  # position of a container -> _exact(it)
+        self.probe: tuple = ()
+
+    def _remember(self, keys: list[str], values: list, record: dict) -> None:
+        self.keys, self.values = keys, values
+        self.exact = {i: _exact(v) for i, v in enumerate(values) if type(v) in CONTAINERS}
+        self.shape = [i for i, key in enumerate(keys) if key in SHAPE_KEYS]
+        self.probe = tuple((key, record[key]) for key in SHAPE_KEYS if key in record)
+
+    def valid(self, record: dict) -> bool:
+        keys = list(record)
+        if keys == self.keys:
+            # Position by position (C loops): which values differ from the
+            # last valid record's, in value or type; equal containers also
+            # in their items' types.
+            values = list(record.values())
+            differs = list(map(operator.or_, map(operator.ne, values, self.values),
+                               map(operator.is_not, map(type, values), map(type, self.values))))  # fmt: skip
+            exact = self.exact
+            for i, old in exact.items():
+                if not differs[i] and _exact(values[i]) != old:
+                    differs[i] = True
+            changed = list(itertools.compress(range(len(values)), differs))
+            if not any(differs[i] for i in self.shape):
+                names = tuple(keys[i] for i in changed)
+                try:
+                    _keys_validator(self.stored, self.probe, names)(dict(zip(names, (values[i] for i in changed))))
+                except fastjsonschema.JsonSchemaException:
+                    return False
+                for i in changed:
+                    if type(values[i]) in CONTAINERS:
+                        exact[i] = _exact(values[i])
+                    else:
+                        exact.pop(i, None)
+                self.values = values
+                return True
+        try:
+            self.full(record)
+        except fastjsonschema.JsonSchemaException:
+            return False
+        self._remember(keys, list(record.values()), record)
+        return True
+
+    def problems(self, record) -> list[str]:
+        """As problems(record), in the current version (migrated)."""
+        if type(record) is dict and type(record.get("schema")) is int and record["schema"] != SCHEMA_VERSION:
+            try:
+                record = migrate(record)
+            except SchemaVersionError as error:
+                return [str(error)]
+        if type(record) is dict and self.valid(record):
+            return []
+        return problems(record, self.stored)
+
+
+def migrate(record: dict) -> dict:
+    """The record in the current version. Older versions are migrated as the
+    schema file's header documents (a new dict; the argument is unchanged);
+    a version newer than this membench is refused."""
+    version = record.get("schema")
+    if version == SCHEMA_VERSION or type(version) is not int:
+        return record  # the schema names a missing or wrong-typed version
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"record schema version {version} is newer than this membench's {SCHEMA_VERSION}: "
+            f"read it with the membench that wrote it (or a newer one)"
+        )
+    if version != 1:
+        raise SchemaVersionError(f"record schema version {version} is older than 1 and cannot be read")
+    return _from_v1(record)
+
+
+def _from_v1(record: dict) -> dict:
+    out = dict(record)
+    out["schema"] = SCHEMA_VERSION
+    out["migrated_from"] = 1
+    if "page_group" in out or "page_group_bytes" in out:
+        group = out.pop("page_group_bytes", None)
+        pages = out.pop("page_group", None)
+        if group is None and type(pages) is int:
+            group = pages * V1_PAGE_BYTES
+        if group is not None and type(out.get("working_set_bytes")) is int:
+            group = min(group, out["working_set_bytes"])
+        out.setdefault("group_bytes", group)
+        out.setdefault("group_full", None if group is None else False)
+    if out.get("kernel") in ("chase", "loaded") and "cycle_walks" not in out:
+        loads, seconds, cycle = out.get("loads"), out.get("seconds"), out.get("cycle_length")
+        ok = type(loads) is int and type(seconds) is list and type(cycle) is int and cycle > 0
+        out["cycle_walks"] = loads * len(seconds) / cycle if ok else None
+    return out
+
+
+def _where(error: jsonschema.ValidationError) -> str:
+    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return path.lstrip(".") or "record"
+
+
+def _describe(error: jsonschema.ValidationError) -> list[str]:
+    """One line per leaf error: the key, its value and what is allowed (the
+    key's description from the schema, with its unit)."""
+    if error.context:
+        # anyOf/oneOf: the alternatives' errors say more than "not valid under any"
+        leaves = [line for sub in error.context for line in _describe(sub)]
+        if error.validator in ("anyOf", "oneOf"):
+            return [f"{_where(error)}={error.instance!r} is not allowed: " + "; or ".join(
+                sorted({line.split(": ", 1)[-1] for line in leaves}))]
+        return leaves
+    if error.validator == "required":
+        return [f"{_where(error) + ': ' if error.absolute_path else ''}{error.message.replace(' is a required property', '')} is missing"]
+    if error.validator == "const" and error.absolute_path and error.absolute_path[-1] == "valid":
+        return [f"valid={error.instance!r}: an ok record must have validated (valid true)"]
+    if error.validator == "type" and error.absolute_path and error.absolute_path[-1] == "reason":
+        if error.instance is None:
+            return ["reason is null: a record that is not ok must say why"]
+    message = error.message
+    if error.validator == "enum":
+        message = f"{error.instance!r} is not one of {error.validator_value}"
+    return [f"{_where(error)}={error.instance!r}: {message}"]
+
+
+def problems(record, stored: bool = True) -> list[str]:
+    """What in one record breaks the schema (empty when nothing), after
+    migrating an older version; a version this membench cannot read is one
+    problem naming it."""
+    if type(record) is not dict:
+        return [f"a record must be a JSON object, not {type(record).__name__}"]
+    try:
+        record = migrate(record)
+    except SchemaVersionError as error:
+        return [str(error)]
+    fast, full = _validators(stored)
+    try:
+        fast(record)
+        return []
+    except fastjsonschema.JsonSchemaException:
+        pass
+    found, said = [], set()
+    for error in sorted(full.iter_errors(record), key=lambda e: list(e.absolute_path)):
+        for line in _describe(error):
+            where = line.split("=", 1)[0] if "=" in line.split(":", 1)[0] else line
+            if where not in said:  # one line per key (its first broken rule)
+                said.add(where)
+                found.append(line)
+    if record.get("schema", SCHEMA_VERSION) != SCHEMA_VERSION and type(record.get("schema")) is int:
+        found.append(f"schema {record['schema']} is not {SCHEMA_VERSION}")
+    return found or ["rejected by the record schema"]

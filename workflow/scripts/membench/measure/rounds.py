@@ -1,0 +1,146 @@
+"""Rounds measured: repetition k of every cell of one system, by one process.
+
+A round is one Snakemake job (one SLURM allocation). It measures its cells
+in the order the plan gives (membench.plan.rounds), one harness process per
+repetition, and writes each repetition's file atomically as soon as it is
+measured. A repetition already stored for the same request, binary and
+machine, judged by content and never by time or path
+(membench.measure.identity), is kept: a rerun after an interruption, a
+move, a touch, --forceall, a new cell or a new repeat measures only what is
+missing; a real change moves the old file aside (membench.measure.superseded)
+before measuring again. The round's manifest (its Snakemake output) lists
+its repetition files; those files are not Snakemake outputs, so Snakemake
+never deletes one, whatever happens to the job.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from membench.core import layout
+from membench.core.atomic_files import read_jsonl, write_text_atomic
+from membench.core.store_errors import store_error
+from membench.measure import identity, superseded
+from membench.measure import lock as measure_lock
+from membench.measure.harness import Request, measure_cell
+from membench.measure.stored_index import StoredIndex
+from membench.plan import rounds
+from membench.plan.rounds import Plan
+
+
+def measure_round(
+    plan: Plan,
+    *,
+    topology: str,
+    bin_dir: str,
+    runs_dir: str,
+    log,
+    run_harness_process: Callable | None = None,
+    progress: Callable[[str], None] = lambda line: None,
+    keep_waiting: Callable[[], None] = lambda: None,
+) -> dict:
+    """Measure every repetition of the round that is not stored yet, under
+    the system's measure lock (membench.measure.lock); return the manifest
+    (every repetition file of the round, which were measured now, which
+    kept, which moved aside). A stored repetition is kept when its request,
+    its binary (by content) and the machine (the stable part of the
+    topology) are those of this round (membench.measure.identity); one that a real
+    change superseded is moved aside (membench.measure.superseded), never
+    overwritten; a missing one is looked up by request among the round's
+    other files (membench.measure.stored_index: a renamed experiment)."""
+
+    def say(line: str) -> None:
+        log.write(line + "\n")
+        log.flush()
+        progress(line)
+
+    with measure_lock.measuring(Path(runs_dir).parent, say, keep_waiting):
+        return _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process, progress)
+
+
+def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process, progress) -> dict:
+    measured, kept, unverified, adopted, moved = [], [], [], [], {}
+    started = time.monotonic()
+    machine = identity.machine_digest(json.loads(Path(topology).read_text()))
+    own = [layout.run_path(runs_dir, cell, plan.round_index) for cell in plan.cells]
+    index = StoredIndex(runs_dir, plan.round_index, set(own))
+    for position, (cell, request, path) in enumerate(zip(plan.cells, plan.requests, own), start=1):
+        binary = layout.binary_path(bin_dir, cell)
+        identity_keys = {
+            "request_digest": rounds.digest(request),
+            "binary_sha256": identity.file_sha256(binary),
+            "machine_digest": machine,
+        }
+        state = _stored_state(Path(path), identity_keys)
+        if state[0] == "superseded":
+            aside = _store(lambda: superseded.move_aside(path, runs_dir, state[1]), "move aside", path)
+            moved[path] = str(aside)
+            log.write(f"superseded ({state[1]}): {path} -> {aside}\n")
+            state = ("missing", None)
+        if state[0] == "missing":
+            for source in index.candidates(identity_keys["request_digest"]):
+                if _stored_state(source, identity_keys)[0] in ("current", "unverified"):
+                    _store(lambda: index.adopt(source, path), "store", path)
+                    adopted.append(path)
+                    state = _stored_state(Path(path), identity_keys)
+                    break
+        if state[0] in ("current", "unverified"):
+            kept.append(path)
+            if state[0] == "unverified":
+                unverified.append(path)
+            continue
+        log.write(f"== {cell.id} r{plan.round_index}\n")
+        log.flush()
+        one = time.monotonic()
+        measure_cell(
+            binary, topology, path, log,
+            request=Request(**request), experiment=cell.experiment, cell_id=cell.id,
+            extra=identity_keys, run_process=run_harness_process,
+        )  # fmt: skip (a write error there is a StoreError too)
+        measured.append(path)
+        progress(
+            f"{plan.system} round {plan.round_index}: {position}/{len(plan.cells)} "
+            f"{cell.id} ({time.monotonic() - one:.1f} s)"
+        )
+    return {
+        "system": plan.system,
+        "round": plan.round_index,
+        "digest": plan.digest,
+        "runs": own,
+        "measured": measured,
+        "kept": kept,
+        # kept on their request alone: stored before membench recorded the
+        # binary and the machine of a repetition (identity.verdict)
+        "kept_unverified": unverified,
+        # kept from a file of another name (a renamed experiment)
+        "adopted": adopted,
+        "superseded": moved,
+        "seconds": round(time.monotonic() - started, 3),
+    }
+
+
+def _stored_state(path: Path, identity_keys: dict) -> tuple[str, str | None]:
+    if not path.exists():
+        return "missing", None
+    try:
+        records = read_jsonl(path)
+    except (OSError, ValueError):
+        records = []
+    return identity.verdict(records, **identity_keys)
+
+
+def _store(action: Callable, what: str, path: str):
+    """Run a step that writes under the results folder; an OSError becomes
+    a StoreError naming the path and what to do."""
+    try:
+        return action()
+    except OSError as error:
+        raise store_error(what, path, error) from None
+
+
+def write_manifest(path: str, manifest: dict) -> None:
+    write_text_atomic(Path(path), json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+

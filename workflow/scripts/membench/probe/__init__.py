@@ -1,0 +1,3 @@
+"""The host as it is: topology (every cache instance), settings read and
+never changed, the sources of the theoretical peak.
+"""

@@ -1,0 +1,2 @@
+"""The report's context and rendering; templates (reports/) hold the markup.
+"""

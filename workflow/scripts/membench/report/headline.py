@@ -1,0 +1,252 @@
+"""The report's first screen: per system, what its memory does, each number
+linked to the section that derives it.
+
+Pure functions over the analyse stage's tables (cells, modes, effective
+concurrency, idle latencies): nothing here is measured or recomputed from
+runs, so the summary can never disagree with the sections it links to.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from membench.analyse.concurrency import LATENCY_KERNEL
+
+# Families whose records are latencies or transfers, not bandwidth.
+NOT_BANDWIDTH = (LATENCY_KERNEL, "loaded", "c2c")
+# Placement words (membench.store.placement_classes.coarse_words) of the usual case.
+USUAL_WORDS = {"own cores", "1 thread/CPU", "stayed"}
+# The order in which placements of an idle latency are named.
+PLACEMENT_ORDER = {"local": 0, "remote": 1, "interleave": 2}
+
+
+def _known(value) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def experiment_anchor(experiment: str) -> str:
+    return f"#experiment-{experiment}"
+
+
+def _placement_text(row: pd.Series) -> str:
+    """Verified placement in a few words: the obtained nodes and the short
+    class words; a mismatch with the request is said, never dropped."""
+    words = row.get("placement_words")
+    if _known(words):
+        # The summary names only what is worth a reader's look: the usual
+        # case (own cores, one thread per CPU, no migration) is left to the
+        # All cells table.
+        text = " · ".join(w for w in str(words).split(" · ") if w not in USUAL_WORDS) or "usual placement"
+    else:
+        text = "placement not classified"
+    mismatches = row.get("placement_mismatches")
+    if _known(mismatches) and mismatches:
+        text += f"; ⚠ {int(mismatches)} of {int(row['n_ok'])} runs not placed as asked"
+    return text
+
+
+def _bandwidth_entry(row: pd.Series) -> dict:
+    return {
+        "family": row["kernel"],
+        "gbps": float(row["gbps_median"]),
+        "op": row["op"],
+        "threads": int(row["threads"]),
+        "affinity": row["affinity"],
+        "pages": row["pages"],
+        "placement": _placement_text(row),
+        "runs": int(row["n_ok"]),
+        "link": experiment_anchor(row["experiment"]),
+        "cell": row["cell"],
+    }
+
+
+def bandwidth_cells(cells: pd.DataFrame) -> pd.DataFrame:
+    if "gbps_median" not in cells:
+        return cells.iloc[0:0]
+    ok = cells[(cells["n_ok"] > 0) & cells["gbps_median"].notna() & ~cells["kernel"].isin(NOT_BANDWIDTH)]
+    return ok
+
+
+def peak_per_family(cells: pd.DataFrame) -> list[dict]:
+    """Per kernel family, the cell and op with the highest median GB/s."""
+    ok = bandwidth_cells(cells)
+    if ok.empty:
+        return []
+    best = ok.loc[ok.groupby("kernel", sort=False)["gbps_median"].idxmax()]
+    return [_bandwidth_entry(row) for _, row in best.sort_values("gbps_median", ascending=False).iterrows()]
+
+
+def single_thread(cells: pd.DataFrame) -> dict | None:
+    ok = bandwidth_cells(cells)
+    one = ok[ok["threads"] == 1]
+    if one.empty:
+        return None
+    return _bandwidth_entry(one.loc[one["gbps_median"].idxmax()])
+
+
+def _pair_entries(pairs: pd.DataFrame) -> list[dict]:
+    """A node x node matrix's latencies (placements "bind:J from node:I")
+    in two lines at any node count: the local pairs (I = J) and the remote
+    ones, each the median over the pairs with their range."""
+    if pairs.empty:
+        return []
+    nodes = pairs["placement"].str.extract(r"^(?:bind|preferred):([0-9]+) from node:([0-9]+)$")
+    local = nodes[0] == nodes[1]
+    out = []
+    for label, part in (("local pairs", pairs[local]), ("remote pairs", pairs[~local])):
+        if part.empty:
+            continue
+        out.append(
+            {
+                "placement": f"node matrix, {label} ({len(part)}: {part['ns'].min():.1f}–{part['ns'].max():.1f} ns)",
+                "pages": ", ".join(dict.fromkeys(part["pages"])),
+                "group": ", ".join(dict.fromkeys(part["group"])),
+                "ns": float(part["ns"].median()),
+                "runs": int(part["runs"].sum()),
+                "link": "#idle-latency",
+            }
+        )
+    return out
+
+
+def idle_latency_entries(latencies: pd.DataFrame) -> list[dict]:
+    """Idle latency per placement (local first) and page size; a node
+    matrix's pairs in two lines (membench.analyse.node_matrix has them all)."""
+    if latencies.empty:
+        return []
+    is_pair = latencies["placement"].str.contains(" from node:", regex=False)
+    if is_pair.any():
+        return idle_latency_entries(latencies[~is_pair]) + _pair_entries(latencies[is_pair])
+    order = latencies.assign(
+        _placement=latencies["placement"].map(lambda p: PLACEMENT_ORDER.get(p, 3)),
+    ).sort_values(["_placement", "placement", "pages"], kind="stable")
+    return [
+        {
+            "placement": row["placement"],
+            "pages": row["pages"],
+            "group": row["group"],
+            "ns": float(row["ns"]),
+            "runs": int(row["runs"]),
+            "link": "#idle-latency",
+        }
+        for _, row in order.iterrows()
+    ]
+
+
+def concurrency_at_peak(ec: pd.DataFrame, peak: dict | None) -> dict | None:
+    """Little's law at the highest bandwidth measured: the peak cell's
+    effective concurrency when an idle latency under its placement exists."""
+    if peak is None or ec.empty:
+        return None
+    row = ec[(ec["cell"] == peak["cell"]) & (ec["op"] == peak["op"])]
+    if row.empty:
+        return None
+    row = row.iloc[0]
+    if not _known(row["latency_ns"]):
+        return {"known": False, "why": row["latency_source"], "link": "#concurrency"}
+    return {
+        "known": True,
+        "lines": float(row["lines_in_flight"]),
+        "bytes": float(row["bytes_in_flight"]),
+        "lines_per_thread": float(row["lines_per_thread"]),
+        "latency_ns": float(row["latency_ns"]),
+        "traffic_gbps": float(row["traffic_gbps"]),
+        "link": "#concurrency",
+    }
+
+
+def hierarchy_headline(levels: dict | None) -> list[dict]:
+    """The levels the sweep found, for the smallest pages measured: "L1
+    1.2 ns", ..., linked to the hierarchy table; levels not found are left
+    to the table, which says so."""
+    if not levels:
+        return []
+    pages = levels["pages"][0]
+    found = []
+    for row in levels["rows"]:
+        one = row["per_pages"].get(pages)
+        if one and one["ns"] is not None and not row["level"].startswith("unassigned"):
+            found.append({"level": row["level"], "ns": one["ns"], "cycles": one["cycles"], "pages": pages, "link": "#hierarchy"})
+    return found
+
+
+VERDICT_WORDS = {
+    "unexplained": "with modes nothing recorded explains",
+    "explained": "with modes placement explains",
+    "same placement": "with modes under one placement",
+    "too few": "too few runs to tell",
+}
+
+
+def experiment_verdicts(cells: pd.DataFrame, modes: pd.DataFrame | None, experiments: list[str]) -> list[dict]:
+    """One line per experiment: its modes found and whether anything
+    recorded explains them, and its skipped and failed cells."""
+    lines = []
+    for name in experiments:
+        mine = cells[cells["experiment"] == name]
+        if mine.empty:
+            continue
+        parts = []
+        if modes is not None and not modes.empty:
+            verdicts = modes.loc[modes["experiment"] == name, "verdict"].value_counts()
+            several = {v: int(n) for v, n in verdicts.items() if v in VERDICT_WORDS}
+            if verdicts.sum():
+                parts.append(
+                    ", ".join(f"{n} {VERDICT_WORDS[v]}" for v, n in several.items())
+                    if several
+                    else "one mode in every cell"
+                )
+        cell_ids = mine.drop_duplicates("cell")
+        skipped = int((mine.groupby("cell")["n_skipped"].sum() > 0).sum())
+        failed = int((mine.groupby("cell")["n_failed"].sum() > 0).sum())
+        problems = [f"{n} cell{'s' if n != 1 else ''} {word}" for n, word in ((skipped, "skipped"), (failed, "failed")) if n]
+        parts.append("; ".join(problems) if problems else "nothing skipped or failed")
+        lines.append(
+            {
+                "experiment": name,
+                "kernel": mine["kernel"].iloc[0],
+                "cells": len(cell_ids),
+                "text": "; ".join(parts),
+                "alert": bool(skipped or failed or (modes is not None and not modes.empty and (
+                    (modes["experiment"] == name) & (modes["verdict"] == "unexplained")).any())),
+                "link": experiment_anchor(name),
+            }
+        )
+    return lines
+
+
+def system_headlines(
+    cells: pd.DataFrame,
+    ec: pd.DataFrame,
+    latencies: pd.DataFrame,
+    modes: pd.DataFrame | None,
+    systems: dict[str, dict],
+    experiments: list[str],
+    levels: list[dict] = (),
+) -> list[dict]:
+    """The first screen: one entry per system, in the order of `systems`."""
+    out = []
+    for name, system in systems.items():
+        mine = cells[cells["system"] == name]
+        peaks = peak_per_family(mine)
+        overall = max(peaks, key=lambda p: p["gbps"]) if peaks else None
+        topology = system.get("topology", {})
+        out.append(
+            {
+                "system": name,
+                "cpu_model": topology.get("cpu_model", "CPU not recorded"),
+                "cpus": len(topology.get("cpus", [])),
+                "nodes": len(topology.get("nodes", [])),
+                "peaks": peaks,
+                "single_thread": single_thread(mine),
+                "latencies": idle_latency_entries(latencies[latencies["system"] == name]) if not latencies.empty else [],
+                "concurrency": concurrency_at_peak(ec[ec["system"] == name] if not ec.empty else ec, overall),
+                "hierarchy": hierarchy_headline(next((h for h in levels if h["system"] == name), None)),
+                "verdicts": experiment_verdicts(
+                    mine, modes[modes["system"] == name] if modes is not None and not modes.empty else modes, experiments
+                ),
+            }
+        )
+    return out

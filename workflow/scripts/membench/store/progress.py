@@ -1,0 +1,89 @@
+"""How far a study has come, from what is stored: repetitions done out of
+the config's total per system, and the time left at the pace of the rounds
+finished so far (their manifests hold how long they took)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from membench.plan import node_pairs
+from membench.core import layout
+from membench.plan import rounds
+from membench.plan.grammar import Cell
+
+
+@dataclass(frozen=True)
+class SystemProgress:
+    system: str
+    done: int
+    total: int
+    seconds_per_repetition: float | None
+
+    @property
+    def seconds_left(self) -> float | None:
+        if self.seconds_per_repetition is None:
+            return None
+        return (self.total - self.done) * self.seconds_per_repetition
+
+    def line(self) -> str:
+        share = 100 * self.done / self.total if self.total else 100.0
+        text = f"{self.system}: {self.done} of {self.total} repetitions ({share:.1f} %)"
+        if self.done == self.total:
+            return text + ", complete"
+        left = self.seconds_left
+        return text + (f", about {duration(left)} left" if left is not None else ", no round finished yet (no pace)")
+
+
+def duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    hours, minutes = divmod(round(seconds / 60), 60)
+    return f"{minutes} min" if hours == 0 else f"{hours} h {minutes} min"
+
+
+def pace(rounds_dir: Path) -> float | None:
+    """Seconds per measured repetition over the finished rounds."""
+    seconds = measured = 0
+    for path in rounds_dir.glob("r*.json"):
+        manifest = json.loads(path.read_text())
+        seconds += manifest.get("seconds", 0)
+        measured += len(manifest.get("measured", []))
+    return seconds / measured if measured else None
+
+
+def first_digest(path: Path) -> str | None:
+    """The request digest of a repetition file's first record (one line
+    read: a study of 1000 repetitions per cell stays quick to count)."""
+    try:
+        with open(path) as fh:
+            return json.loads(fh.readline()).get("request_digest")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _topology(path: Path) -> dict | None:
+    """The system's probe, when it has run: the node-matrix cells (node:each,
+    bind:each) count only once their pairs are known."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def system_progress(cells: list[Cell], system: str, results: Path, variants_table: dict) -> SystemProgress:
+    """Repetitions done: stored for the request the config makes now (an
+    edit that changes a cell's request leaves its files to be measured
+    again, as the round would)."""
+    runs = str(results / system / "runs")
+    cells = node_pairs.expand_pairs(cells, _topology(results / system / "topology.json"))
+    done = 0
+    for cell in cells:
+        request = rounds.cell_request(cell, system, None, variants_table)  # once per cell; only "repeat" differs
+        done += sum(
+            first_digest(Path(layout.run_path(runs, cell, k))) == rounds.digest({**request, "repeat": k})
+            for k in range(cell.repeats)
+        )
+    total = sum(cell.repeats for cell in cells)
+    return SystemProgress(system, done, total, pace(results / system / "rounds"))
