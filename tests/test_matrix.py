@@ -11,7 +11,7 @@ from membench import config_checks, matrix, variants
 
 @pytest.fixture(scope="module")
 def table(repo):
-    return variants.load_variants(repo / "kernels" / "variants.yaml")
+    return variants.load_variants(repo / "kernels" / "families" / "variants.yaml")
 
 
 @pytest.fixture(scope="module")

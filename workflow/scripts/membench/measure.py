@@ -31,7 +31,7 @@ C2C_AUTO_POOL = 4 * 2**20
 # Binding variables a user's shell may carry; the harness binds by itself.
 BINDING_ENV = ("OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY", "OMP_NUM_THREADS")
 HARNESS_SKIPPED = 3
-VARIANTS_FILE = Path(__file__).resolve().parents[3] / "kernels" / "variants.yaml"
+VARIANTS_FILE = Path(__file__).resolve().parents[3] / "kernels" / "families" / "variants.yaml"
 # A harness ended by one of these was stopped, not broken: no record is
 # written, so that a rerun measures the repetition again. (SIGKILL is not
 # among them: the OOM killer sends it, and that is the cell's failure.)
@@ -344,7 +344,7 @@ def measure_cell(
             chase_spacing_requested=request.chase_spacing if request.kernel in ("chase", "loaded") else None,
             # The machine's memory nodes: what interleave:all must spread over.
             memory_nodes=[n["node"] for n in topo["nodes"] if n["memory_bytes"]],
-            # The variant's declared feature columns (kernels/variants.yaml).
+            # The variant's declared feature columns (kernels/families/variants.yaml).
             features=request.features,
             membench_version=__version__,
             # Scheduler context: which job and node measured (None locally).

@@ -32,7 +32,7 @@ import yaml
 from membench import SCHEMA_VERSION
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schemas" / "record.schema.yaml"
-# Families of kernels/variants.yaml and the schema block that covers each.
+# Families of kernels/families/variants.yaml and the schema block that covers each.
 FAMILY_BLOCKS = {
     "stream": "family_bandwidth",
     "readonly": "family_bandwidth",
