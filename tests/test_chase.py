@@ -57,6 +57,7 @@ UNIT_TEST = r"""
 #include <string.h>
 #include "families.h"
 #include "chase_cycle.h"
+#include "chase_walk.h"
 
 static int fail(const char *what, size_t bytes, size_t line, size_t group)
 {
