@@ -88,7 +88,7 @@ def install_tool() -> str | None:
 
 
 def build_membench(outdir: Path) -> Path:
-    table = variants.load_variants(KERNELS / "variants.yaml")
+    table = variants.load_variants(KERNELS / "families" / "variants.yaml")
     out = outdir / "c2c-default"
     proc = subprocess.run(variants.compile_argv(table, "c2c", "default", KERNELS, out), capture_output=True, text=True)
     if proc.returncode != 0:

@@ -181,7 +181,7 @@ def main():
 
     ncpu = len(os.sched_getaffinity(0))
     threads = sorted({ncpu if t == "all" else int(t) for t in args.threads.split(",")})
-    table = variants.load_variants(KERNELS / "variants.yaml")
+    table = variants.load_variants(KERNELS / "families" / "variants.yaml")
     ro_cands = [args.readonly_variant] if args.readonly_variant else READONLY_CANDIDATES
     nt_cands = [args.nt_variant] if args.nt_variant else NT_CANDIDATES
     started = time.monotonic()

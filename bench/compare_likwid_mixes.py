@@ -113,7 +113,7 @@ def main():
         print(f"failed: {max(threads)} threads asked, {ncpu} CPUs allowed")
         return 1
     ops = args.ops.split(",")
-    table = variants.load_variants(KERNELS / "variants.yaml")
+    table = variants.load_variants(KERNELS / "families" / "variants.yaml")
     started = time.monotonic()
     rows = []
     with tempfile.TemporaryDirectory(prefix="membench-bench-") as tmp:

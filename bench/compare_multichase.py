@@ -94,7 +94,7 @@ def pinned(cpu, nice):
 
 
 def build_membench(outdir: Path) -> Path:
-    table = variants.load_variants(KERNELS / "variants.yaml")
+    table = variants.load_variants(KERNELS / "families" / "variants.yaml")
     out = outdir / "chase-default"
     proc = subprocess.run(variants.compile_argv(table, "chase", "default", KERNELS, out), capture_output=True, text=True)
     if proc.returncode != 0:

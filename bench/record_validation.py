@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         system = f"synthetic-{MACHINE}"
         synthetic_runs.write_study(REPO / "config" / "colfax_stream.yaml", synthetic_runs.MACHINES[MACHINE], work,
                                    system, args.repeats)  # fmt: skip
-        table = variants.load_variants(REPO / "kernels" / "variants.yaml")
+        table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
         config = yaml.safe_load((work / "config.yaml").read_text())
         _, cells = config_checks.load(config, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
         results = work / "results" / system

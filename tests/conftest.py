@@ -29,7 +29,7 @@ def venv_bin() -> Path:
 @pytest.fixture(scope="session")
 def stream_binary(tmp_path_factory) -> Path:
     """The default STREAM binary, built exactly as the build rule builds it."""
-    table = variants.load_variants(REPO / "kernels" / "variants.yaml")
+    table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
     out = tmp_path_factory.mktemp("bin") / "stream-default"
     built = subprocess.run(
         variants.compile_argv(table, "stream", "default", REPO / "kernels", out),

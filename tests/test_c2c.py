@@ -1,4 +1,4 @@
-"""The cache-to-cache family: the harness (kernels/c2c.c) on this machine's
+"""The cache-to-cache family: the harness (kernels/families/c2c.c) on this machine's
 CPU pair, the pair sampler on a 256-CPU topology (pair count, every class
 covered, deterministic, fast), the config grammar and cells, the dry run's
 pair statement, and the class / pair summaries and figure at 64 CPUs.
@@ -27,7 +27,7 @@ from membench.core.atomic_files import contract_problems
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"
-TABLE = variants.load_variants(KERNELS / "variants.yaml")
+TABLE = variants.load_variants(KERNELS / "families" / "variants.yaml")
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 ALLOWED = sorted(os.sched_getaffinity(0))
 FAST = ["--threads", "2", "--size", str(1 << 20), "--samples", "5", "--roundtrips", "200"]

@@ -1,9 +1,9 @@
-"""Tests of the latency families (kernels/chase.c, kernels/loaded.c).
+"""Tests of the latency families (kernels/families/chase.c, kernels/families/loaded.c).
 
 The binaries are built once per module with the pipeline's build command
 (membench.plan.variants.compile_argv).  The permutation itself is checked by a C
-unit test compiled here against kernels/chase_cycle.c (the builders) and
-kernels/chase.c (the kernel): it walks the chain pointer by pointer,
+unit test compiled here against kernels/families/chase_cycle.c (the builders) and
+kernels/families/chase.c (the kernel): it walks the chain pointer by pointer,
 independently of the harness's own verification.  Working sets are tiny
 except the DRAM-sized ones (512 MiB: > 4 x the 105 MiB L3 here, and THP
 pages for the loaded runs so the first touch is quick).
@@ -25,7 +25,7 @@ from membench.core.atomic_files import contract_problems
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"
-TABLE = variants.load_variants(KERNELS / "variants.yaml")
+TABLE = variants.load_variants(KERNELS / "families" / "variants.yaml")
 ALLOWED = sorted(os.sched_getaffinity(0))
 MIB = 1 << 20
 DRAM = 512 * MIB
@@ -56,8 +56,9 @@ UNIT_TEST = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels.h"
+#include "families.h"
 #include "chase_cycle.h"
+#include "chase_walk.h"
 
 static int fail(const char *what, size_t bytes, size_t line, size_t group)
 {
@@ -184,9 +185,9 @@ def test_permutation_is_one_cycle_over_every_line(tmp_path):
     src = tmp_path / "unit.c"
     src.write_text(UNIT_TEST)
     exe = tmp_path / "unit"
-    cc = subprocess.run(["gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", f"-I{KERNELS}",
-                         str(src), str(KERNELS / "chase.c"), str(KERNELS / "chase_cycle.c"),
-                         str(KERNELS / "placement.c"),
+    cc = subprocess.run(["gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", f"-I{KERNELS / 'families'}",
+                         str(src), str(KERNELS / "families" / "chase_walk.c"), str(KERNELS / "families" / "chase_cycle.c"),
+                         *(str(KERNELS / "harness" / f) for f in ("timing.c", "sysfs.c", "cpus.c", "mempolicy.c", "pages.c", "observe.c")),
                          "-lm", "-o", str(exe)], capture_output=True, text=True)
     assert cc.returncode == 0 and cc.stderr == "", cc.stderr
     proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)

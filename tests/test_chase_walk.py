@@ -1,4 +1,4 @@
-"""The chase's latency statistic (kernels/chase_walk.c, issue 20).
+"""The chase's latency statistic (kernels/families/chase_walk.c, issue 20).
 
 ns_per_load is the stretch-min-mean: every walk of the cycle is cut into the
 same stretches, each stretch's fastest walk is kept, and their sum is divided
@@ -55,8 +55,8 @@ def driver(tmp_path_factory):
     out = tmp_path_factory.mktemp("walk")
     (out / "driver.c").write_text(DRIVER)
     exe = out / "driver"
-    cc = subprocess.run(["gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", f"-I{KERNELS}", str(out / "driver.c"),
-                         str(KERNELS / "chase_walk.c"), "-lm", "-o", str(exe)], capture_output=True, text=True)
+    cc = subprocess.run(["gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", f"-I{KERNELS / 'families'}", str(out / "driver.c"),
+                         str(KERNELS / "families" / "chase_walk.c"), str(KERNELS / "harness" / "timing.c"), "-lm", "-o", str(exe)], capture_output=True, text=True)
     assert cc.returncode == 0 and cc.stderr == "", cc.stderr
     return exe
 

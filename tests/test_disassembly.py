@@ -1,6 +1,6 @@
 """Proof that what ran is what was declared: objdump -d of every built binary
 (the same binaries as test_variants.py), the kernel functions of its family,
-and the claims of its entry in kernels/variants.yaml:
+and the claims of its entry in kernels/families/variants.yaml:
 
 - software prefetch instructions present iff features.sw_prefetch;
 - non-temporal stores (movntpd / vmovntpd ...) present iff features.nt_stores;

@@ -1,4 +1,4 @@
-"""Tests of the C measurement harness (kernels/harness.c, family stream).
+"""Tests of the C measurement harness (kernels/harness/, family stream).
 
 The binary is compiled once per session with the pipeline's build command
 (conftest.stream_binary) into a temporary folder.  Arrays are tiny so every test takes well under a second,
@@ -231,8 +231,8 @@ def test_close_and_spread_order_on_a_two_node_smt_topology(tmp_path):
     src = tmp_path / "order.c"
     src.write_text(ORDER_DRIVER)
     exe = tmp_path / "order"
-    subprocess.run(["gcc", "-std=gnu11", "-O1", "-Wall", "-Wextra", f"-I{KERNELS}",
-                    str(src), str(KERNELS / "placement.c"), "-o", str(exe)],
+    subprocess.run(["gcc", "-std=gnu11", "-O1", "-Wall", "-Wextra", f"-I{KERNELS / 'harness'}",
+                    str(src), *(str(KERNELS / "harness" / f) for f in ("sysfs.c", "cpus.c", "mempolicy.c", "pages.c", "observe.c")), "-o", str(exe)],
                    check=True, capture_output=True, text=True)
     close, spread = subprocess.run([str(exe)], check=True, capture_output=True,
                                    text=True).stdout.split()

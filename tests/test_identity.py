@@ -29,7 +29,7 @@ from membench.measure import superseded
 from membench.plan import variants
 from membench.store import stored as stored_records
 
-VARIANTS = variants.load_variants(REPO / "kernels" / "variants.yaml")
+VARIANTS = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 TOPOLOGY = {
     "cpu_model": "test CPU",
@@ -210,7 +210,7 @@ def test_a_write_error_names_the_path_and_keeps_what_was_stored(box, monkeypatch
     study = rounds.RoundInputs(*config_checks.load(config, SCHEMA, VARIANTS)).study_file(0, str(tmp_path))
     from measure_round import main
 
-    argv = ["--study-file", study, "--variants", str(REPO / "kernels" / "variants.yaml"), "--system", "box", "--round", "0",
+    argv = ["--study-file", study, "--variants", str(REPO / "kernels" / "families" / "variants.yaml"), "--system", "box", "--round", "0",
             "--topology", str(box.topology), "--bin-dir", str(box.harness.parent), "--runs-dir", str(box.runs),
             "--manifest", str(tmp_path / "m.json"), "--log", str(tmp_path / "r0.log")]  # fmt: skip
     assert main(argv) == 1

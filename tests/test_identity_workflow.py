@@ -60,7 +60,7 @@ def test_only_real_changes_measure_again_and_nothing_stored_is_overwritten(tmp_p
     assert runs(moved) == stored
 
     # touched sources, a comment in the probe script, --forceall
-    for source in (moved / "kernels").glob("*.c"):
+    for source in (moved / "kernels").rglob("*.c"):
         source.touch()
     with open(moved / "workflow" / "scripts" / "probe_system.py", "a") as fh:
         fh.write("# a comment\n")
@@ -69,14 +69,14 @@ def test_only_real_changes_measure_again_and_nothing_stored_is_overwritten(tmp_p
     assert runs(moved) == stored
 
     # a comment in a kernel: its binaries are rebuilt, byte-identical
-    with open(moved / "kernels" / "stream.c", "a") as fh:
+    with open(moved / "kernels" / "families" / "stream.c", "a") as fh:
         fh.write("/* a comment */\n")
     measured, kept, out = snakemake(venv_bin, moved, *MEASURE)
     assert (measured, kept) == (0, 6) and "build_kernel" in out
     assert runs(moved) == stored
 
     # a real change to one kernel: exactly its cells, the old files aside
-    with open(moved / "kernels" / "xor.c", "a") as fh:
+    with open(moved / "kernels" / "families" / "xor.c", "a") as fh:
         fh.write('const char mb_xor_build_note[] __attribute__((used)) = "changed";\n')
     assert snakemake(venv_bin, moved, *MEASURE)[:2] == (2, 4)
     now = runs(moved)

@@ -1,4 +1,4 @@
-"""Unit test of the harness's hand-written JSON writer (kernels/json.c):
+"""Unit test of the harness's hand-written JSON writer (kernels/harness/json.c):
 string escaping (control characters, quotes, UTF-8 kept, invalid bytes
 replaced) and number formatting (17 significant digits, floats stay
 floats, non-finite values null), checked on the exact text it writes and
@@ -77,8 +77,8 @@ def lines(tmp_path_factory):
     src = work / "driver.c"
     src.write_text(DRIVER)
     exe = work / "driver"
-    cc = subprocess.run(["gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", f"-I{KERNELS}",
-                         str(src), str(KERNELS / "json.c"), "-o", str(exe)],
+    cc = subprocess.run(["gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", f"-I{KERNELS / 'harness'}",
+                         str(src), str(KERNELS / "harness" / "json.c"), "-o", str(exe)],
                         capture_output=True, text=True)
     assert cc.returncode == 0 and cc.stderr == "", cc.stderr
     out = subprocess.run([str(exe)], capture_output=True, check=True, timeout=30).stdout

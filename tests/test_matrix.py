@@ -13,7 +13,7 @@ from membench.plan import variants
 
 @pytest.fixture(scope="module")
 def table(repo):
-    return variants.load_variants(repo / "kernels" / "variants.yaml")
+    return variants.load_variants(repo / "kernels" / "families" / "variants.yaml")
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """A cell larger than the host can give is skipped before anything is
-allocated: what a cell needs (kernels/variants.yaml, kept equal to the C
+allocated: what a cell needs (kernels/families/variants.yaml, kept equal to the C
 kernel table), what the host can give (MemAvailable, cgroup v1/v2 limits,
 read from a fake /proc and /sys), and the skip through measure_cell."""
 
@@ -18,7 +18,7 @@ from membench.plan import variants
 from membench.core.atomic_files import contract_problems, read_jsonl
 from test_measure import ONE_NODE, fake_harness, request
 
-TABLE = variants.load_variants(REPO / "kernels" / "variants.yaml")
+TABLE = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
 GiB = 2**30
 
 
@@ -43,16 +43,16 @@ def fake_host(root: Path, available: int, cgroup: str = "0::/\n", files: dict | 
 
 
 def test_memory_model_matches_the_c_kernel_table():
-    """arrays = narrays of each family's row in kernels/kernel_table.c; the
+    """arrays = narrays of each family's row in kernels/families/kernel_table.c; the
     load threads' arrays = reads + writes of the loaded op's row, as
-    kernels/loaded.c maps them."""
-    table_c = (REPO / "kernels" / "kernel_table.c").read_text()
+    kernels/families/loaded.c maps them."""
+    table_c = (REPO / "kernels" / "families" / "kernel_table.c").read_text()
     rows = dict(re.findall(r'\{\.name = "(\w+)", \.narrays = (\d+)', table_c))
     assert set(rows) == set(variants.families(TABLE))
     for family in rows:
         assert model(family)["arrays"] == int(rows[family]), family
-    # kernels/loaded.c maps reads + writes arrays per load thread for its op
-    assert "int narr = k->reads + k->writes;" in (REPO / "kernels" / "loaded.c").read_text()
+    # kernels/families/loaded.c maps reads + writes arrays per load thread for its op
+    assert "int narr = k->reads + k->writes;" in (REPO / "kernels" / "families" / "loaded.c").read_text()
     loaded_rows = re.findall(r'\{\.family = "loaded", \.op = "(\w+)",([^}]*)\}', table_c)
     load_arrays = {
         op: sum(int(n) for n in re.findall(r"\.(?:reads|writes) = (\d+)", body)) for op, body in loaded_rows

@@ -1,4 +1,4 @@
-"""Read:write mixes (issue 19): the mix family (kernels/mix.c), the loaded
+"""Read:write mixes (issue 19): the mix family (kernels/families/mix.c), the loaded
 family with a mix as its load, the config values, and the report's
 injection bandwidth and loaded Little's-law tables (synthetic data).
 

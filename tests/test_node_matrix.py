@@ -27,7 +27,7 @@ from membench.analyse.stats import problem_cells, summarise_cells
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
-TABLE = variants.load_variants(REPO / "kernels" / "variants.yaml")
+TABLE = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
 MATRIX_CONFIG = REPO / "config" / "numa_matrix.yaml"
 
 
@@ -336,7 +336,7 @@ def test_environment_records_prefetchers_without_touching_msrs(tmp_path):
 def test_no_module_writes_system_settings():
     """membench reads numa_balancing, MSRs and huge-page counts; no source
     opens them for writing or loads a module."""
-    sources = list((REPO / "workflow" / "scripts").rglob("*.py")) + list((REPO / "kernels").glob("*.c"))
+    sources = list((REPO / "workflow" / "scripts").rglob("*.py")) + list((REPO / "kernels").rglob("*.c"))
     for path in sources:
         text = path.read_text()
         assert "modprobe" not in text.replace("`modprobe msr`", ""), path

@@ -235,7 +235,7 @@ def test_bad_peak_config_names_every_problem():
         "experiments": {"x": {"kernel": "stream"}},
     }
     with pytest.raises(matrix.ConfigError) as error:
-        config_checks.load(config, REPO / "workflow/schemas/config.schema.yaml", variants.load_variants(REPO / "kernels/variants.yaml"))
+        config_checks.load(config, REPO / "workflow/schemas/config.schema.yaml", variants.load_variants(REPO / "kernels/families/variants.yaml"))
     text = str(error.value)
     for expected in (
         "systems.a.peak.channels: 'six' is a string, of the wrong type; allowed: an integer >= 1",
@@ -259,7 +259,7 @@ def test_the_documented_example_is_a_valid_config():
     config, _ = config_checks.load(
         {"systems": systems, "experiments": {"x": {"kernel": "stream"}}},
         REPO / "workflow/schemas/config.schema.yaml",
-        variants.load_variants(REPO / "kernels/variants.yaml"),
+        variants.load_variants(REPO / "kernels/families/variants.yaml"),
     )
     found = peak.system_peak("skx2", config["systems"]["skx2"], TWO_NODES, PROBED)
     assert found["source"] == "config (systems.skx2.peak)" and found["total_gbps"] == pytest.approx(2 * 6 * 2666 * 8 / 1000)

@@ -55,7 +55,7 @@ def drift_round(tmp_path_factory):
     is, with --test-corrupt (failed validation) and with a harness killed
     by a signal (placeholder failed records). -> (cells, table, {outcome: run files})"""
     work = tmp_path_factory.mktemp("drift")
-    table = variants.load_variants(REPO / "kernels" / "variants.yaml")
+    table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
     _, cells = config_checks.load(CONFIG, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
     binaries = work / "bin"
     binaries.mkdir()
@@ -120,7 +120,7 @@ def test_the_harness_writes_no_key_the_schema_lacks(drift_round):
 
 
 def test_every_family_has_its_block():
-    table = variants.load_variants(REPO / "kernels" / "variants.yaml")
+    table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
     schema = record_schema.schema()
     assert set(record_schema.FAMILY_BLOCKS) == set(variants.families(table))
     for family, block in record_schema.FAMILY_BLOCKS.items():

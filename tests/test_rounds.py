@@ -21,7 +21,7 @@ from membench.measure import rounds as measure_rounds
 from membench.measure import stopping
 from membench.plan import variants
 
-VARIANTS = variants.load_variants(REPO / "kernels" / "variants.yaml")
+VARIANTS = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 TOPOLOGY = {
     "llc_bytes": 2**20,
@@ -314,7 +314,7 @@ def test_a_round_whose_snakemake_has_already_ended_stops_with_one_line(tmp_path)
     ended = subprocess.Popen(["true"])
     ended.wait()
     argv = [sys.executable, str(REPO / "workflow" / "scripts" / "measure_round.py"),
-            "--study-file", study_file, "--variants", str(REPO / "kernels" / "variants.yaml"),
+            "--study-file", study_file, "--variants", str(REPO / "kernels" / "families" / "variants.yaml"),
             "--system", "box", "--round", "0", "--topology", str(tmp_path / "topology.json"),
             "--manifest", str(tmp_path / "r0.json"), "--log", str(tmp_path / "r0.log"), "--parent-pid", str(ended.pid)]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(REPO / "workflow" / "scripts")}

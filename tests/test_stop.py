@@ -76,7 +76,7 @@ def harness_running(workdir: Path) -> bool:
 def measuring(workdir: Path) -> list[str]:
     """The repetition files that the harnesses running now would write,
     from their --affinity and --repeat."""
-    table = variants.load_variants(REPO / "kernels" / "variants.yaml")
+    table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
     cells = config_checks.load(CONFIG, REPO / "workflow" / "schemas" / "config.schema.yaml", table)[1]
     cell_of = {cell.affinity: cell for cell in cells}
     files = []

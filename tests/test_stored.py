@@ -32,7 +32,7 @@ def study(tmp_path):
     """A small valid study: 2 thread counts x 3 affinities x 2 repetitions of
     STREAM on a 2-socket 16-CPU node -> (work dir, run files, expected)."""
     _, system = synthetic_runs.write_affinity_study(tmp_path, "aff", [1, 4], repeats=2, machine="2x4x2")
-    table = variants.load_variants(REPO / "kernels" / "variants.yaml")
+    table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
     config = yaml.safe_load((tmp_path / "config.yaml").read_text())
     _, cells = config_checks.load(config, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
     paths = sorted(str(p) for p in system.glob("runs/**/r*.jsonl"))

@@ -12,7 +12,7 @@ from membench.plan import variants
 from membench.core.atomic_files import contract_problems, read_jsonl
 from test_workflow import snakemake
 
-TABLE = variants.load_variants(REPO / "kernels" / "variants.yaml")
+TABLE = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
 FAMILIES = list(variants.families(TABLE))
 
 

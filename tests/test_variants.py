@@ -1,4 +1,4 @@
-"""Every (family, variant) of kernels/variants.yaml: it builds warning-free with
+"""Every (family, variant) of kernels/families/variants.yaml: it builds warning-free with
 the pipeline's own build command (membench.plan.variants.compile_argv), runs on
 tiny arrays, validates, and fails with exit 1 under --test-corrupt.  Plus the
 variant table itself: McCalpin's ladder as in his post, the AVX2 / AVX-512
@@ -24,7 +24,7 @@ from membench.plan import variants
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"
-TABLE = variants.load_variants(KERNELS / "variants.yaml")
+TABLE = variants.load_variants(KERNELS / "families" / "variants.yaml")
 ALL = [(f, v) for f in variants.families(TABLE) for v in variants.variant_names(TABLE, f)]
 # The bandwidth families (one record per op, gbps, validation of the arrays)
 # are run here; the latency families (chase, loaded) have their own tests.

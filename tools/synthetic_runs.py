@@ -284,7 +284,7 @@ def write_study(config_path: Path, machine: Machine, out: Path, system: str, rep
     the topology and environment beside them, and the config used
     (out/config.yaml). Returns what was planted: cell id -> plant."""
     config = study_config(config_path, system, repeats)
-    table = variants.load_variants(REPO / "kernels" / "variants.yaml")
+    table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
     _, cells = config_checks.load(config, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
     results = out / "results"
     (results / system).mkdir(parents=True, exist_ok=True)

@@ -197,7 +197,7 @@ def guest_compile_argv(
     output: Path, kernel_dir: Path = REPO / "kernels", family: str = "stream", variant: str = "default"
 ) -> list[str]:
     """The build rule's gcc command, made portable and static for the guest."""
-    table = variants.load_variants(kernel_dir / "variants.yaml")
+    table = variants.load_variants(kernel_dir / "families" / "variants.yaml")
     argv = variants.compile_argv(table, family, variant, kernel_dir, output)
     argv = [a.replace("-march=native", GUEST_MARCH) for a in argv]
     argv = [a.replace('-DMB_CFLAGS="', '-DMB_CFLAGS="-static ') if a.startswith("-DMB_CFLAGS=") else a for a in argv]

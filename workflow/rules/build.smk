@@ -1,5 +1,5 @@
 # Variant names may hold hyphens (nt-avx512, v012-avx512), so the kernel
-# wildcard only matches a family of kernels/variants.yaml: the split of
+# wildcard only matches a family of kernels/families/variants.yaml: the split of
 # <kernel>-<variant> is then unambiguous.
 rule build_kernel:
     input:

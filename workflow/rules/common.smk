@@ -30,7 +30,7 @@ def from_workdir(path):
 
 
 KERNEL_DIR = from_workdir(REPO / "kernels")
-VARIANTS_FILE = KERNEL_DIR / "variants.yaml"
+VARIANTS_FILE = KERNEL_DIR / "families" / "variants.yaml"
 VARIANTS = variants.load_variants(VARIANTS_FILE)
 if not config:
     raise WorkflowError(

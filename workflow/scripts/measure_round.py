@@ -23,7 +23,7 @@ from membench.core.store_errors import StoreError
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--study-file", required=True, help="the round's experiments, as JSON (rounds.round_study)")
-    parser.add_argument("--variants", required=True, help="kernels/variants.yaml")
+    parser.add_argument("--variants", required=True, help="kernels/families/variants.yaml")
     parser.add_argument("--system", required=True)
     parser.add_argument("--round", type=int, required=True)
     parser.add_argument("--topology", required=True)

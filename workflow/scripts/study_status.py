@@ -24,7 +24,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     with open(args.configfile) as fh:
         raw = yaml.safe_load(fh)
-    table = variants.load_variants(REPO / "kernels" / "variants.yaml")
+    table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
     try:
         config, cells = config_checks.load(raw, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
     except matrix.ConfigError as error:

@@ -4,7 +4,7 @@ A chase or loaded record keeps its chunk times in `seconds`, walk-major:
 `walks` walks of the cycle, each cut into the same `stretches` chunks
 (stretch s of every walk covers the same lines); a walk is `walk_loads`
 dependent loads, stretch s has walk_loads // stretches loads, one more for
-the first walk_loads % stretches stretches (kernels/chase_walk.c).
+the first walk_loads % stretches stretches (kernels/families/chase_walk.c).
 
 `ns_per_load` is the statistic the record names in `latency_statistic`:
 "stretch-min-mean" = for every stretch its fastest walk, summed over the

@@ -32,7 +32,7 @@ from membench import SCHEMA_VERSION
 from membench.core import paths
 
 SCHEMA_FILE = paths.RECORD_SCHEMA
-# Families of kernels/variants.yaml and the schema block that covers each.
+# Families of kernels/families/variants.yaml and the schema block that covers each.
 FAMILY_BLOCKS = {
     "stream": "family_bandwidth",
     "readonly": "family_bandwidth",

@@ -348,7 +348,7 @@ def measure_cell(
             chase_spacing_requested=request.chase_spacing if request.kernel in ("chase", "loaded") else None,
             # The machine's memory nodes: what interleave:all must spread over.
             memory_nodes=[n["node"] for n in topo["nodes"] if n["memory_bytes"]],
-            # The variant's declared feature columns (kernels/variants.yaml).
+            # The variant's declared feature columns (kernels/families/variants.yaml).
             features=request.features,
             membench_version=__version__,
             # Scheduler context: which job and node measured (None locally).

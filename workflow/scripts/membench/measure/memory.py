@@ -4,7 +4,7 @@ record instead of a process (and maybe its neighbours) killed by the OOM
 killer.
 
 What a cell needs comes from the family's `memory` entry in
-kernels/variants.yaml. What the host can give is the smaller of
+kernels/families/variants.yaml. What the host can give is the smaller of
 MemAvailable (/proc/meminfo) and the headroom of every memory cgroup the
 process is in (cgroup v2 memory.max, v1 memory.limit_in_bytes: under SLURM
 the job's limit). Both are read below `root`, so tests can point it at a

@@ -1,4 +1,4 @@
-"""The variant table (kernels/variants.yaml): what to compile, and how."""
+"""The variant table (kernels/families/variants.yaml): what to compile, and how."""
 
 from __future__ import annotations
 

@@ -1,0 +1,43 @@
+/*
+ * membench family "c2c" (c2c.c, c2c_run.c): what the hand-off loops and
+ * the run share.
+ */
+#ifndef MEMBENCH_C2C_H
+#define MEMBENCH_C2C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "families.h"
+
+enum { OPT_SAMPLES, OPT_ROUNDTRIPS, OPT_CLEAN_LINES, OPT_SEED };
+
+#define C2C_MIN_TICKS 20
+#define C2C_TIMEOUT_NS 10000000000LL
+#define C2C_PAGE 4096
+
+enum { OP_CAS, OP_TWO_LINE, OP_CLEAN };
+
+/* the lines: each flag on a page of its own (no adjacent-line pairing) */
+typedef struct shared {
+    uint64_t *x, *y;            /* cas: x; two_line: x, y; clean: ready = x, done = y */
+    char *pool;                 /* clean: the pool, one pointer per line */
+    size_t line, nlines, wlines, nwin;
+    unsigned *perm;             /* clean: line of each window slot */
+} shared_t;
+
+/* one (pair, op) measured */
+typedef struct result {
+    const mb_kernel_t *k;
+    int a, b, a_ran, b_ran, status;
+    char reason[512];
+    double *secs;               /* kept samples, seconds */
+    int nsecs;
+    double med, p10, p90, min, shortest_ns;
+    long long count, expected, per_sample;
+} result_t;
+
+/* One pair and op measured: threads A on CPU a and B on CPU b (c2c.c). */
+void mb_c2c_measure_pair(mb_run_ctx_t *ctx, shared_t *sh, int op, int a, int b, result_t *res);
+
+#endif

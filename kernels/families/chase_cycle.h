@@ -1,0 +1,76 @@
+/*
+ * The chase's cycles (chase_cycle.c): built and checked for the chase and
+ * loaded families and the tests.  Lines (pointer slots: the random cycle
+ * passes its --spacing as `line`) are line bytes apart from base; every
+ * slot holds one pointer (at its start) to the next slot of the cycle.
+ * Declared weak like every family function in kernels.h, so a binary built
+ * with only some family files still links.
+ */
+#ifndef MEMBENCH_CHASE_CYCLE_H
+#define MEMBENCH_CHASE_CYCLE_H
+
+#include <stddef.h>
+
+#include "../harness/placement.h"
+#include "families.h"
+
+/* Pointer spacing of the random cycle (--spacing of chase and loaded): one
+ * pointer per slot of this many bytes; a power of two from the line size to
+ * a page.  The default is multichase's default stride. */
+#define MB_CHASE_DEFAULT_SPACING 256
+#define MB_CHASE_MAX_SPACING 4096
+/* 0 if spacing is allowed with this line size; else -1 after printing
+ * "membench <family>: invalid value ... for --spacing; allowed: ..." */
+MB_WEAK int mb_chase_check_spacing(const char *family, size_t spacing, size_t line);
+/* Byte offset of slot i's pointer from base: the slot's start plus a
+ * pseudo-random whole 64-byte line inside the slot (slots over 64 bytes),
+ * the same for slots i and i + 64, as multichase's "mixer" moves each
+ * pointer to one of 64 random words of its stride slot (by index mod 64).
+ * Pointers all at slot starts read 55 % low at 256 bytes; a line per slot
+ * hashed from i rather than i mod 64 read 2 % above multichase (issue 20). */
+static inline size_t mb_chase_slot_at(size_t i, size_t slot)
+{
+    if (slot <= 64)
+        return i * slot;
+    unsigned long long z = (unsigned long long)((i & 63) + 1) * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ULL;
+    z ^= z >> 29;
+    return i * slot + (size_t)(z % (slot / 64)) * 64;
+}
+/* Random single cycle over the nl = bytes / line lines at base: lines in
+ * random order within groups of group_bytes (whole lines, at least one; 0 =
+ * one group: the whole working set), the groups in random order; even lines
+ * first, then odd lines (see chase_cycle.c).  order[nl] receives the visiting
+ * order (line indices).  Returns nl. */
+MB_WEAK size_t mb_chase_build_random(char *base, size_t bytes, size_t line, size_t group_bytes,
+                                     unsigned long long seed, unsigned *order);
+/* Fixed stride: element i at base + i*stride points to element i+1 (the
+ * last to the first).  Returns the number of elements. */
+MB_WEAK size_t mb_chase_build_stride(char *base, size_t bytes, size_t stride);
+/* 1 if the pointers at base form exactly the cycle order[0] -> order[1] ->
+ * ... -> order[n-1] -> order[0] and order is a permutation of 0..n-1 (so
+ * the cycle visits every line exactly once); else 0 with a reason. */
+MB_WEAK int mb_chase_verify_order(const char *base, size_t n, size_t line,
+                                  const unsigned *order, char *why, size_t wlen);
+MB_WEAK int mb_chase_verify_stride(const char *base, size_t n, size_t stride,
+                                   char *why, size_t wlen);
+/* The memory of one chase run, shared by the chase and loaded families: the
+ * chased mapping (policy applied before first touch, zeroed by the calling
+ * thread, so its pages follow that thread's first touch), the visiting order
+ * (one entry per line) and the chunk-time buffers (`chunks` doubles each:
+ * MB_CHASE_CHUNK_CAP(ntimes) of chase_walk.h). */
+typedef struct mb_chase_mem {
+    mb_mapping_t map;
+    unsigned *order; /* size / line entries */
+    double *secs;    /* MB_CHASE_CHUNK_CAP(ntimes) chunk times */
+    double *sorted;  /* scratch of the same size for the chunk statistics */
+} mb_chase_mem_t;
+/* Maps, applies ctx's policy, touches and allocates; MB_OK, or a status
+ * with ctx->reason set and nothing left allocated. */
+MB_WEAK int mb_chase_mem_open(mb_run_ctx_t *ctx, size_t size, size_t line, size_t chunks,
+                              mb_chase_mem_t *m);
+MB_WEAK void mb_chase_mem_close(mb_chase_mem_t *m);
+/* Test only: break the cycle (one line points to itself). */
+MB_WEAK void mb_chase_break(char *base, size_t n, size_t line, const unsigned *order);
+
+#endif

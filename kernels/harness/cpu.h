@@ -1,0 +1,11 @@
+/*
+ * membench harness: what the CPU a thread runs on is doing (cpu.c).
+ */
+#ifndef MEMBENCH_CPU_H
+#define MEMBENCH_CPU_H
+
+/* The core clock of the calling thread's CPU in GHz, measured by a chain of
+ * dependent register adds (cpu_clock.c); NAN off x86-64. */
+double mb_core_ghz(void);
+
+#endif
