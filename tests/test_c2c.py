@@ -17,7 +17,7 @@ import pytest
 
 from membench.plan import c2c_pairs
 from membench.analyse import c2c_summary
-from membench.plan import checks as config_checks
+from membench.plan import checks
 from membench.measure import harness as measure
 from membench.plan import rounds
 from membench.plan import variants
@@ -110,7 +110,7 @@ def test_classes_without_a_level_are_skipped_with_the_reason():
 
 
 def test_pairs_all_above_64_cpus_is_a_config_error(tmp_path):
-    config, cells = config_checks.load(
+    config, cells = checks.load(
         {"system": "big", "experiments": {"matrix": {"kernel": "c2c", "pairs": "all"}}}, SCHEMA, TABLE
     )
     topo = tmp_path / "big" / "topology.json"
@@ -127,7 +127,7 @@ def test_pairs_all_above_64_cpus_is_a_config_error(tmp_path):
 
 def test_config_cells_and_requests():
     exp = {"kernel": "c2c", "pairs_per_class": 2, "pair_classes": ["smt", "other_package"], "size": ["4MiB"]}
-    config, cells = config_checks.load({"system": "s", "experiments": {"c": exp, "st": {"kernel": "stream"}}}, SCHEMA, TABLE)
+    config, cells = checks.load({"system": "s", "experiments": {"c": exp, "st": {"kernel": "stream"}}}, SCHEMA, TABLE)
     c2c = [c for c in cells if c.kernel == "c2c"]
     assert [c.pair for c in c2c] == ["smt:0", "smt:1", "other_package:0", "other_package:1"]
     assert c2c[0].id == "c/c2c-default/psmt=0_default_variant_s4194304"
@@ -136,7 +136,7 @@ def test_config_cells_and_requests():
     stream = rounds.cell_request(next(c for c in cells if c.kernel == "stream"), "s", 0, TABLE)
     assert "pair" not in stream and "pairs" not in config["experiments"]["st"]  # other families' digests unchanged
     with pytest.raises(ConfigError) as err:
-        config_checks.load({"experiments": {"c": {"kernel": "c2c", "threads": [2], "pairs": "every", "pair_classes": ["l9"]},
+        checks.load({"experiments": {"c": {"kernel": "c2c", "threads": [2], "pairs": "every", "pair_classes": ["l9"]},
                                             "s": {"kernel": "stream", "pairs_per_class": 2}}}, SCHEMA, TABLE)  # fmt: skip
     text = str(err.value)
     for expected in ("experiments.c.threads", "experiments.c.pairs: 'every'", "sample, all", "experiments.c.pair_classes",

@@ -6,8 +6,8 @@ import pytest
 from test_chase import FAST, MIB, run
 from test_chase import bins  # noqa: F401  (the module's built binaries)
 
-from membench.plan import grammar as matrix
-from membench.measure import harness as measure
+from membench.plan import grammar
+from membench.measure import harness
 from membench.plan import rounds
 from membench.plan import variants
 from test_matrix import load
@@ -63,14 +63,14 @@ def test_chase_spacing_is_an_axis_of_the_request(schema_path, table):  # noqa: F
     stream = next(c for c in cells if c.kernel == "stream")
     assert "chase_spacing" not in rounds.cell_request(stream, "box", 0, table)  # digests kept
     knobs = {"threads": 1, "size": 4096, "policy": "default", "affinity": "none"}
-    argv = measure.harness_argv("/bin/h", measure.Request(**req[0]), knobs)
+    argv = harness.harness_argv("/bin/h", harness.Request(**req[0]), knobs)
     assert argv[argv.index("--spacing") + 1] == "64"
 
 
 @pytest.mark.parametrize("bad", [96, 8192, "256"])
 def test_bad_chase_spacing_in_config(schema_path, table, bad):  # noqa: F811
     config = {"experiments": {"lat": {"kernel": "chase", "chase_spacing": [256, bad]}, "x": {"kernel": "nope"}}}
-    with pytest.raises(matrix.ConfigError) as error:
+    with pytest.raises(grammar.ConfigError) as error:
         load(config, schema_path, table)
     message = str(error.value)
     assert "experiments.lat.chase_spacing[1]" in message and "4096" in message, message

@@ -13,7 +13,7 @@ from membench.figures import bandwidth
 from membench.figures import distribution
 from membench.plan import figure_kinds
 from membench.figures import latency
-from membench.store import placement_classes as placement
+from membench.store import placement_classes
 from membench.analyse import stats
 
 RNG = np.random.default_rng(7)
@@ -89,8 +89,8 @@ def test_placement_figure_legend_stays_bounded():
                          cpus_start=str(cpus[::-1]), page_nodes=json.dumps({str(i % 2): 1.0}), hugepage_fraction=0.0,
                          migrated=True))  # fmt: skip
     table = collect.records_table(rows, {"s": TOPOLOGY})
-    labels = placement.figure_classes(table)
-    assert 1 < labels.nunique() <= placement.MAX_FIGURE_CLASSES
+    labels = placement_classes.figure_classes(table)
+    assert 1 < labels.nunique() <= placement_classes.MAX_FIGURE_CLASSES
     svg = distribution.placement_svg(table, "t-many")
     assert svg.count(" runs)</text>") == labels.nunique()
 

@@ -18,7 +18,7 @@ import pytest
 from conftest import REPO
 from membench.core import layout
 from membench.store import collect
-from membench.plan import checks as config_checks
+from membench.plan import checks
 from membench.measure import identity
 from membench.measure import harness as measure
 from membench.plan import rounds
@@ -41,7 +41,7 @@ TOPOLOGY = {
 
 def cells_of(experiments=None, ntimes=3, repeats=1):
     experiments = experiments or {"e": {"kernel": "stream", "threads": [1, 2]}}
-    return config_checks.load({"system": "box", "repeats": repeats, "ntimes": ntimes, "experiments": experiments}, SCHEMA, VARIANTS)[1]
+    return checks.load({"system": "box", "repeats": repeats, "ntimes": ntimes, "experiments": experiments}, SCHEMA, VARIANTS)[1]
 
 
 def stored(runs: Path) -> dict[str, tuple[bytes, int]]:
@@ -161,8 +161,8 @@ def test_files_stored_before_binary_and_machine_were_recorded_are_kept_and_named
 
 LOCK_HOLDER = """
 import sys, time
-from membench.measure import lock as measure_lock
-with measure_lock.measuring(sys.argv[1], print):
+from membench.measure import lock
+with lock.measuring(sys.argv[1], print):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
 print("released", time.time(), flush=True)
@@ -207,7 +207,7 @@ def test_a_write_error_names_the_path_and_keeps_what_was_stored(box, monkeypatch
 
     monkeypatch.setattr(measure, "write_jsonl_atomic", full_disk)
     config = {"system": "box", "repeats": 1, "ntimes": 3, "experiments": {"e": {"kernel": "stream", "threads": [1, 2, 4]}}}
-    study = rounds.RoundInputs(*config_checks.load(config, SCHEMA, VARIANTS)).study_file(0, str(tmp_path))
+    study = rounds.RoundInputs(*checks.load(config, SCHEMA, VARIANTS)).study_file(0, str(tmp_path))
     from measure_round import main
 
     argv = ["--study-file", study, "--variants", str(REPO / "kernels" / "families" / "variants.yaml"), "--system", "box", "--round", "0",

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from membench.plan import checks as config_checks
+from membench.plan import checks
 from membench.plan import grammar as matrix
 from membench.plan import variants
 
@@ -22,7 +22,7 @@ def schema_path(repo):
 
 
 def load(config, schema_path, table):
-    return config_checks.load(config, schema_path, table)
+    return checks.load(config, schema_path, table)
 
 
 def test_default_config_is_valid(repo, schema_path, table):
@@ -269,7 +269,7 @@ def _where(path) -> str:
 
 @pytest.mark.parametrize("path", list(_key_paths(FULL)), ids=_where)
 def test_a_value_of_the_wrong_type_anywhere_is_a_listed_problem(path, schema_path, table):
-    schema = config_checks.load_schema(schema_path)
+    schema = checks.load_schema(schema_path)
     """Never a traceback: the problem names the key, the value and what is
     allowed, whatever type the YAML gave."""
     load(FULL, schema_path, table)  # the unmodified config is valid
@@ -283,7 +283,7 @@ def test_a_value_of_the_wrong_type_anywhere_is_a_listed_problem(path, schema_pat
             parent = parent[key]
         parent[path[-1]] = wrong
         with pytest.raises(matrix.ConfigError) as caught:
-            config_checks.validate(config, schema, table)
+            checks.validate(config, schema, table)
         where = _where(path)
         inner = wrong.values() if isinstance(wrong, dict) else wrong if isinstance(wrong, list) else ()
         shown = [repr(wrong), *map(repr, inner)]  # a problem may name the value or one of its items

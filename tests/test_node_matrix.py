@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from membench.plan import checks as config_checks
+from membench.plan import checks
 from membench.measure import harness as measure
 from membench.plan import node_pairs
 from membench.plan import rounds
@@ -58,7 +58,7 @@ def load_matrix_config(mixes: bool = False) -> tuple[dict, list]:
     config = yaml.safe_load(MATRIX_CONFIG.read_text())
     if not mixes:
         config["experiments"].pop("mix_matrix")
-    return config_checks.load(config, SCHEMA, TABLE)
+    return checks.load(config, SCHEMA, TABLE)
 
 
 def test_the_matrix_config_holds_the_five_mixes_per_pair():
@@ -96,7 +96,7 @@ def test_one_axis_each_gives_a_row_or_a_column():
             "diagonal": {"kernel": "chase", "affinity": ["node:each"], "policy": ["local"], "size": ["64MiB"]},
         }
     }
-    _, cells = config_checks.load(config, SCHEMA, TABLE)
+    _, cells = checks.load(config, SCHEMA, TABLE)
     concrete = node_pairs.expand_pairs(cells, make_topology(3))
     row = [(c.affinity, c.policy) for c in concrete if c.experiment == "row"]
     assert row == [("node:1", "bind:0"), ("node:1", "bind:1"), ("node:1", "bind:2")]
@@ -134,7 +134,7 @@ def test_bad_pair_configs_are_all_named_at_once():
         }
     }  # fmt: skip
     with pytest.raises(ConfigError) as error:
-        config_checks.load(config, SCHEMA, TABLE)
+        checks.load(config, SCHEMA, TABLE)
     text = str(error.value)
     assert "experiments.m.threads[0]: 'all' is not allowed with affinity node:each" in text
     assert "experiments.m.threads[1]: 'cores' is not allowed with affinity node:each" in text

@@ -345,14 +345,14 @@ def test_threads_land_where_config_readme_says(smt_booted, name):
 
 
 def test_placement_classes_read_the_guest_topology(smt_booted):
-    from membench.store import placement_classes as placement
+    from membench.store import placement_classes
 
     _, topo, records = smt_booted
-    machine = placement.Machine(topo)
+    machine = placement_classes.Machine(topo)
 
     def classes(name):
         r = records[name]
-        return placement.classify(machine, r["cpus"], r["cpus_start"], r["page_nodes"], r["hugepage_fraction"])
+        return placement_classes.classify(machine, r["cpus"], r["cpus_start"], r["page_nodes"], r["hugepage_fraction"])
 
     close, spread = classes("close"), classes("spread")
     assert (close["threads_per_node"], close["smt_shared_cores"], close["node_imbalance"]) == ("4+0", 2, 4)

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 
 from membench.plan import variants  # noqa: E402
-from membench.plan import checks as config_checks
+from membench.plan import checks
 from membench.measure import harness as measure
 from membench.plan import node_pairs
 from membench.plan import rounds
@@ -62,7 +62,7 @@ def guest_config() -> tuple[dict, list]:
     config["experiments"].pop("mix_matrix")
     for name, changes in TINY.items():
         config["experiments"][name].update(changes)
-    return config_checks.load(config, SCHEMA, TABLE)
+    return checks.load(config, SCHEMA, TABLE)
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from markupsafe import Markup
 
-from membench.plan import checks as config_checks
+from membench.plan import checks
 from membench.probe import dmidecode
-from membench.plan import grammar as matrix
+from membench.plan import grammar
 from membench.analyse import peak
 from membench.figures import peak_lines
 from membench.report import render as report
@@ -234,8 +234,8 @@ def test_bad_peak_config_names_every_problem():
         "systems": {"a": {"peak": {"channels": "six", "socket_gbps": 0, "speed": 3200}}, "b": {"peak": {"mts": 3200, "interconnect_links": 2}}},
         "experiments": {"x": {"kernel": "stream"}},
     }
-    with pytest.raises(matrix.ConfigError) as error:
-        config_checks.load(config, REPO / "workflow/schemas/config.schema.yaml", variants.load_variants(REPO / "kernels/families/variants.yaml"))
+    with pytest.raises(grammar.ConfigError) as error:
+        checks.load(config, REPO / "workflow/schemas/config.schema.yaml", variants.load_variants(REPO / "kernels/families/variants.yaml"))
     text = str(error.value)
     for expected in (
         "systems.a.peak.channels: 'six' is a string, of the wrong type; allowed: an integer >= 1",
@@ -256,7 +256,7 @@ def test_the_documented_example_is_a_valid_config():
     import yaml
 
     systems = yaml.safe_load(textwrap.dedent(example))["systems"]
-    config, _ = config_checks.load(
+    config, _ = checks.load(
         {"systems": systems, "experiments": {"x": {"kernel": "stream"}}},
         REPO / "workflow/schemas/config.schema.yaml",
         variants.load_variants(REPO / "kernels/families/variants.yaml"),

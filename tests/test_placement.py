@@ -10,16 +10,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
-from membench.store import placement_classes as placement  # noqa: E402
+from membench.store import placement_classes  # noqa: E402
 from membench.store import collect
 from synthetic_runs import MACHINES  # noqa: E402
 
 TOPOLOGY = MACHINES["2x4x2"].topology()
-MACHINE = placement.Machine(TOPOLOGY)
+MACHINE = placement_classes.Machine(TOPOLOGY)
 
 
 def classify(cpus, start=None, pages=None, huge=0.0):
-    return placement.classify(MACHINE, cpus, start if start is not None else cpus, pages or {"0": 1.0}, huge)
+    return placement_classes.classify(MACHINE, cpus, start if start is not None else cpus, pages or {"0": 1.0}, huge)
 
 
 def test_the_synthetic_machine_numbers_cpus_as_linux_does():
@@ -60,16 +60,16 @@ def test_migrated_threads_compare_start_and_end():
     ],
 )
 def test_page_locality_relative_to_the_thread_nodes(cpus, pages, expected):
-    assert placement.pages_class(pages, [MACHINE.node_of[c] for c in cpus])[0] == expected
+    assert placement_classes.pages_class(pages, [MACHINE.node_of[c] for c in cpus])[0] == expected
 
 
 @pytest.mark.parametrize("fraction, expected", [(0.0, "none"), (0.2, "< 50 %"), (0.7, "50-99 %"), (1.0, "all"), (None, "unknown")])
 def test_hugepage_fraction_bins(fraction, expected):
-    assert placement.hugepage_bin(fraction) == expected
+    assert placement_classes.hugepage_bin(fraction) == expected
 
 
 def test_counts_bin_in_powers_of_two():
-    assert [placement.count_bin(v) for v in (0, 1, 2, 3, 4, 7, 8, 200)] == ["0", "1", "2–3", "2–3", "4–7", "4–7", "8–15", "128–255"]
+    assert [placement_classes.count_bin(v) for v in (0, 1, 2, 3, 4, 7, 8, 200)] == ["0", "1", "2–3", "2–3", "4–7", "4–7", "8–15", "128–255"]
 
 
 def frame(runs):
@@ -95,14 +95,14 @@ def test_figure_classes_stay_few_and_keep_what_explains():
         cpus = [node0[i % 8], node0[(i // 8) % 8], node0[(i * 3) % 8], node0[(i * 5 + 1) % 8]]
         runs.append((cpus, cpus if i % 3 else [15, 14, 13, 12], '{"1": 1.0}' if i % 50 == 0 else '{"0": 1.0}'))
     table = frame(runs)
-    labels = placement.figure_classes(table, explaining=["page_locality"])
-    assert labels.nunique() <= placement.MAX_FIGURE_CLASSES
+    labels = placement_classes.figure_classes(table, explaining=["page_locality"])
+    assert labels.nunique() <= placement_classes.MAX_FIGURE_CLASSES
     assert labels.str.startswith("pages remote").sum() == 4  # the rare class that explains is named, not "other"
-    assert placement.figure_classes(frame([([0, 1], [0, 1], '{"0": 1.0}')] * 3)).unique().tolist() == ["same placement in every run"]
+    assert placement_classes.figure_classes(frame([([0, 1], [0, 1], '{"0": 1.0}')] * 3)).unique().tolist() == ["same placement in every run"]
 
 
 def test_placement_summary_is_classes_with_counts():
     table = frame([([0, 1], [0, 1], '{"0": 1.0}')] * 3 + [([0, 0], [0, 0], '{"0": 1.0}')])
-    text = placement.placement_summary(table)
+    text = placement_classes.placement_summary(table)
     assert "threads per node 2+0 ×4" in text and "oversubscribed CPUs 0 ×3, 1 ×1" in text
     assert "[0, 1]" not in text  # raw lists stay in the records

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from membench.core import atomic_files as records
+from membench.core import atomic_files
 
 OK = {
     "schema": 2, "system": "s", "kernel": "stream", "variant": "default", "op": "triad", "threads": 2,
@@ -21,7 +21,7 @@ OK = {
 
 
 def test_a_complete_ok_record_keeps_the_contract():
-    assert records.contract_problems(OK) == []
+    assert atomic_files.contract_problems(OK) == []
 
 
 @pytest.mark.parametrize(
@@ -41,35 +41,35 @@ def test_a_complete_ok_record_keeps_the_contract():
 )
 def test_broken_records_are_named(change, fragment):
     record = {**OK, **change}
-    problems = records.contract_problems(record)
+    problems = atomic_files.contract_problems(record)
     assert any(fragment in p for p in problems), problems
 
 
 def test_missing_keys_are_listed():
     record = dict(OK)
     del record["cpus"], record["policy"]
-    assert {"'cpus' is missing", "'policy' is missing"} <= set(records.contract_problems(record))
+    assert {"'cpus' is missing", "'policy' is missing"} <= set(atomic_files.contract_problems(record))
 
 
 def test_skipped_records_need_no_measurements():
     required = ("schema", "system", "kernel", "variant", "op", "threads", "affinity", "policy", "pages", "init",
                 "size_bytes", "repeat", "t_start", "t_end")  # fmt: skip
     skipped = {k: OK[k] for k in required} | {"status": "skipped", "reason": "no node 1"}
-    assert records.contract_problems(skipped) == []
+    assert atomic_files.contract_problems(skipped) == []
 
 
 def test_atomic_write_leaves_whole_files_only(tmp_path, monkeypatch):
     target = tmp_path / "deep" / "r0.jsonl"
-    records.write_jsonl_atomic(target, [OK, OK])
-    assert len(records.read_jsonl(target)) == 2
+    atomic_files.write_jsonl_atomic(target, [OK, OK])
+    assert len(atomic_files.read_jsonl(target)) == 2
 
     def interrupted(*args):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(os, "replace", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        records.write_jsonl_atomic(target, [OK])
-    assert len(records.read_jsonl(target)) == 2  # the old file is intact
+        atomic_files.write_jsonl_atomic(target, [OK])
+    assert len(atomic_files.read_jsonl(target)) == 2  # the old file is intact
     assert sorted(p.name for p in target.parent.iterdir()) == ["r0.jsonl"]  # no temp file left
 
 
@@ -79,10 +79,10 @@ def test_atomic_write_honours_the_umask(tmp_path, umask):
     (0644 under 022), not the temporary file's 0600."""
     previous = os.umask(umask)
     try:
-        records.write_text_atomic(tmp_path / "report.html", "<html></html>")
-        records.write_jsonl_atomic(tmp_path / "runs" / "r0.jsonl", [OK])
+        atomic_files.write_text_atomic(tmp_path / "report.html", "<html></html>")
+        atomic_files.write_jsonl_atomic(tmp_path / "runs" / "r0.jsonl", [OK])
         (tmp_path / "plain.txt").write_text("plain")
-        assert records.current_umask() == umask
+        assert atomic_files.current_umask() == umask
     finally:
         os.umask(previous)
     expected = 0o666 & ~umask

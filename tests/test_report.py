@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from markupsafe import Markup
 
-from membench.report import render as report
+from membench.report import render
 from membench.analyse import stats
 
 TOPOLOGY = {
@@ -62,7 +62,7 @@ def html():
             "ladder": {"kernel": "readonly"},
         }
     }
-    context = report.build_context(
+    context = render.build_context(
         config=config,
         cells=cells,
         problems=stats.problem_cells(pd.DataFrame(rows)),
@@ -70,7 +70,7 @@ def html():
         systems={"box": {"topology": TOPOLOGY, "environment": ENVIRONMENT}},
         provenance={"membench_version": "t", "commit": "abc", "config_hash": "h", "snakemake_version": "9", "rendered_at": "now"},
     )
-    env = report.make_environment(report.TEMPLATE_DIR)
+    env = render.make_environment(render.TEMPLATE_DIR)
     return env.get_template("report.html.j2").render(**context, stylesheet=Markup(""))
 
 
@@ -127,7 +127,7 @@ def colfax_html():
                            cpus="[0, 2]", cpus_start="[0, 2]", page_nodes='{"0": 0.5, "1": 0.5}', repeat=repeat))  # fmt: skip
     table = collect.records_table(rows, {"box": TOPOLOGY})
     cells = stats.summarise_cells(table)
-    context = report.build_context(
+    context = render.build_context(
         config={"experiments": {"colfax": {"kernel": "stream", "affinity": ["none", "spread"]}}},
         cells=cells,
         problems=stats.problem_cells(table),
@@ -136,7 +136,7 @@ def colfax_html():
         provenance={"membench_version": "t", "commit": "abc", "config_hash": "h", "snakemake_version": "9", "rendered_at": "now"},
         modes=modes.modes_table(table, stats.CELL_KEYS),
     )
-    env = report.make_environment(report.TEMPLATE_DIR)
+    env = render.make_environment(render.TEMPLATE_DIR)
     return env.get_template("report.html.j2").render(**context, stylesheet=Markup(""))
 
 
@@ -159,5 +159,5 @@ def test_cells_list_placement_classes_not_cpu_lists(colfax_html):
 
 
 def test_node_cpu_lists_are_ranges():
-    assert report.cpu_ranges([0, 1, 2, 3, 8, 10, 11]) == "0-3,8,10-11"
-    assert report.cpu_ranges([]) == ""
+    assert render.cpu_ranges([0, 1, 2, 3, 8, 10, 11]) == "0-3,8,10-11"
+    assert render.cpu_ranges([]) == ""

@@ -16,7 +16,7 @@ from membench.analyse import summary  # noqa: E402
 from membench.store import collect
 from membench.figures import plot as figures
 from membench.plan import figure_kinds
-from membench.report import render as report
+from membench.report import render
 import synthetic_runs  # noqa: E402
 
 FIGURE_LIMIT = 1_000_000
@@ -37,7 +37,7 @@ def rendered(tmp_path_factory):
         figures.plot_figure(kind, "big", summaries["cells"], [measurements], [str(system / "topology.json")],
                             str(svgs[-1]), summaries["modes"])  # fmt: skip
     html = out / "report.html"
-    report.render_report(
+    render.render_report(
         template=str(REPO / "reports" / "report.html.j2"), stylesheet=str(REPO / "reports" / "report.css"),
         config={"experiments": {"big": {"kernel": "stream", "threads": [1, 16, 64], "affinity": ["none", "close", "spread"]}}},
         cells_csv=summaries["cells"], problems_csv=summaries["problems"], modes_csv=summaries["modes"],

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import REPO
 from membench.core import layout
-from membench.plan import checks as config_checks
+from membench.plan import checks
 from membench.measure import harness as measure
 from membench.plan import rounds
 from membench.measure import rounds as measure_rounds
@@ -38,7 +38,7 @@ def config_of(repeats=3, threads=(1, 2, 4, 8), ntimes=3):
         "ntimes": ntimes,
         "experiments": {"e": {"kernel": "stream", "threads": list(threads), "affinity": ["close", "spread"]}},
     }
-    return config_checks.load(config, SCHEMA, VARIANTS)
+    return checks.load(config, SCHEMA, VARIANTS)
 
 
 def cells_of(**knobs):
@@ -60,7 +60,7 @@ def test_each_round_holds_every_cell_once_in_its_own_shuffled_order():
 
 def test_cells_with_fewer_repeats_leave_the_later_rounds():
     config = {"repeats": 3, "experiments": {"a": {"kernel": "stream"}, "b": {"kernel": "xor", "repeats": 1}}}
-    cells = config_checks.load(config, SCHEMA, VARIANTS)[1]
+    cells = checks.load(config, SCHEMA, VARIANTS)[1]
     assert rounds.round_count(cells) == 3
     assert {c.experiment for c in rounds.round_cells(cells, 0, 1)} == {"a", "b"}
     assert {c.experiment for c in rounds.round_cells(cells, 2, 1)} == {"a"}
@@ -74,7 +74,7 @@ def test_what_snakemake_tracks_per_round_follows_every_knob_and_no_other_round()
     assert study(threads=(1, 2, 4, 8, 16)) != study()  # a new cell
     assert study(k=2, repeats=5) == study(k=2)  # more repeats: new rounds only
     mixed = {"repeats": 2, "experiments": {"a": {"kernel": "stream"}, "b": {"kernel": "xor", "repeats": 1}}}
-    inputs = rounds.RoundInputs(*config_checks.load(mixed, SCHEMA, VARIANTS))
+    inputs = rounds.RoundInputs(*checks.load(mixed, SCHEMA, VARIANTS))
     assert set(json.loads(inputs.study(0))["experiments"]) == {"a", "b"}
     assert set(json.loads(inputs.study(1))["experiments"]) == {"a"}
     assert inputs.binaries(1, "bin/x") == ["bin/x/stream-default"]

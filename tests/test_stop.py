@@ -20,7 +20,7 @@ import yaml
 
 from conftest import REPO, copy_workflow
 from membench.core import layout
-from membench.plan import checks as config_checks
+from membench.plan import checks
 from membench.plan import rounds
 from membench.plan import variants
 
@@ -77,7 +77,7 @@ def measuring(workdir: Path) -> list[str]:
     """The repetition files that the harnesses running now would write,
     from their --affinity and --repeat."""
     table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
-    cells = config_checks.load(CONFIG, REPO / "workflow" / "schemas" / "config.schema.yaml", table)[1]
+    cells = checks.load(CONFIG, REPO / "workflow" / "schemas" / "config.schema.yaml", table)[1]
     cell_of = {cell.affinity: cell for cell in cells}
     files = []
     for line in processes_in(workdir):

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from membench.store import collect
-from membench.plan import checks as config_checks
+from membench.plan import checks
 from membench.core import record_schema
 from membench.store import stored
 from membench.plan import variants
@@ -34,7 +34,7 @@ def study(tmp_path):
     _, system = synthetic_runs.write_affinity_study(tmp_path, "aff", [1, 4], repeats=2, machine="2x4x2")
     table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
     config = yaml.safe_load((tmp_path / "config.yaml").read_text())
-    _, cells = config_checks.load(config, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
+    _, cells = checks.load(config, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
     paths = sorted(str(p) for p in system.glob("runs/**/r*.jsonl"))
     return tmp_path, paths, stored.Expected(cells, table)
 

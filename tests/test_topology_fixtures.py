@@ -2,7 +2,7 @@
 (tests/fixtures/topology): the AWS x1.32xlarge of the AWS paper, a 2-socket
 machine with SMT, a 4-node layout with unequal distances, node ids with a
 gap (POWER), and the sysfs of the 4-node QEMU guest captured from its real
-kernel (tools/numa_guest). And measure.remote_node / resolve on them."""
+kernel (tools/numa_guest). And harness.remote_node / resolve on them."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ sys.path.insert(0, str(FIXTURES))
 
 import sysfs_tree  # noqa: E402
 from membench.probe import topology  # noqa: E402
-from membench.measure import harness as measure
+from membench.measure import harness
 
 GiB = 2**30
 
@@ -105,8 +105,8 @@ def test_x1_32xlarge(tree):
     assert topo["llc_bytes"] == 45 * 2**20 and topo["line_bytes"] == 64
     assert [c["size_bytes"] for c in topo["caches"]] == [32 * 1024, 32 * 1024, 256 * 1024, 45 * 2**20]
     # Equal distances: no node is farther than another; the lowest id wins.
-    assert measure.remote_node({0}, topo) == 1
-    assert measure.remote_node({0, 1, 2, 3}, topo) is None
+    assert harness.remote_node({0}, topo) == 1
+    assert harness.remote_node({0, 1, 2, 3}, topo) is None
 
 
 # ------------------------------------------------ (b) 2 sockets with SMT
@@ -128,7 +128,7 @@ def test_two_socket_smt(tree):
     assert {cpus[c]["core"] for c in range(16)} == {*range(0, 7), *range(8, 15), 16, 17}
     assert topo["llc_bytes"] == 22 * 2**20
     assert topo["cpu_model"].startswith("Intel(R) Xeon(R) Gold 6130") and "avx512f" in topo["cpu_flags"]
-    assert measure.remote_node({0}, topo) == 1 and measure.remote_node({1}, topo) == 0
+    assert harness.remote_node({0}, topo) == 1 and harness.remote_node({1}, topo) == 0
 
 
 # --------------------------------------- (c) 4 nodes, unequal distances
@@ -156,24 +156,24 @@ def test_four_nodes_unequal(tree):
 def test_remote_node_picks_the_farthest(tree, threads_on, farthest):
     """Largest summed distance from the threads' nodes; ties ({0, 3}: 1 and 2
     both at 38) go to the lowest node id."""
-    assert measure.remote_node(threads_on, tree("four-node-unequal")) == farthest
+    assert harness.remote_node(threads_on, tree("four-node-unequal")) == farthest
 
 
 def test_remote_node_skips_nodes_without_memory(tree):
     topo = tree("four-node-unequal")
     memoryless = {**topo, "nodes": [{**n, "memory_bytes": 0} if n["node"] == 2 else n for n in topo["nodes"]]}
-    assert measure.remote_node({0}, memoryless) == 3  # 2 is farther but holds no memory
+    assert harness.remote_node({0}, memoryless) == 3  # 2 is farther but holds no memory
 
 
 def test_policy_remote_resolves_to_a_bind(tree):
     topo = tree("four-node-unequal")
     allowed = [c["cpu"] for c in topo["cpus"]]
-    request = measure.Request(
+    request = harness.Request(
         system="fixture", kernel="stream", variant="default", ops=("triad",), threads=4,
         affinity="cpus:4-7", policy="remote", pages="4k", init="parallel", size=2**20,
         ntimes=2, repeat=0,
     )  # fmt: skip
-    resolved, reason = measure.resolve(request, topo, allowed)
+    resolved, reason = harness.resolve(request, topo, allowed)
     assert reason is None and resolved["policy"] == "bind:3"  # threads on node 1
 
 
@@ -188,7 +188,7 @@ def test_node_ids_with_a_gap(tree):
     assert node[0]["distances"][0] == 10 and node[0]["distances"][8] == 40
     assert node[8]["distances"][0] == 40 and node[8]["distances"][8] == 10
     assert by_cpu(topo)[17]["siblings"] == [16, 17, 18, 19] and by_cpu(topo)[17]["node"] == 8
-    assert measure.remote_node({0}, topo) == 8 and measure.remote_node({8}, topo) == 0
+    assert harness.remote_node({0}, topo) == 8 and harness.remote_node({8}, topo) == 0
 
 
 # ------------------------------------- captured from the 4-node QEMU guest
@@ -208,4 +208,4 @@ def test_captured_qemu_guest(tree):
     assert topo["packages"] == 4 and topo["cores"] == 4
     assert 150 * 2**20 < nodes(topo)[0]["memory_bytes"] <= 224 * 2**20
     assert all(100 * 2**20 < nodes(topo)[n]["memory_bytes"] <= 128 * 2**20 for n in (1, 2, 3))
-    assert measure.remote_node({0}, topo) == 2 and measure.remote_node({1, 2}, topo) == 0
+    assert harness.remote_node({0}, topo) == 2 and harness.remote_node({1, 2}, topo) == 0

@@ -38,8 +38,8 @@ sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 from membench import SCHEMA_VERSION  # noqa: E402
 from membench.core import layout
 from membench.plan import variants  # noqa: E402
-from membench.plan import checks as config_checks
-from membench.plan import grammar as matrix
+from membench.plan import checks
+from membench.plan import grammar
 from membench.plan import rounds
 
 OPS = {"copy": (2, 3), "scale": (2, 3), "add": (3, 4), "triad": (3, 4)}  # arrays moved, with write-allocate
@@ -193,11 +193,11 @@ def resolve_threads(threads, machine: Machine) -> int:
     return int(threads)
 
 
-def plant_for(cell: matrix.Cell, threads: int) -> tuple[str, float] | None:
+def plant_for(cell: grammar.Cell, threads: int) -> tuple[str, float] | None:
     return PLANTS.get((cell.affinity, threads))
 
 
-def one_run(cell: matrix.Cell, machine: Machine, system: str, repeat: int, clock: list[float], table: dict) -> list[dict]:
+def one_run(cell: grammar.Cell, machine: Machine, system: str, repeat: int, clock: list[float], table: dict) -> list[dict]:
     """The records of one repetition: one per op, sharing the placement,
     with every key the harness and membench write (record.schema.yaml)."""
     rng = random.Random(f"{cell.id}/{repeat}")
@@ -262,7 +262,7 @@ def one_run(cell: matrix.Cell, machine: Machine, system: str, repeat: int, clock
     return records
 
 
-def run_path(results: Path, system: str, cell: matrix.Cell, repeat: int) -> Path:
+def run_path(results: Path, system: str, cell: grammar.Cell, repeat: int) -> Path:
     """Where the pipeline stores a repetition (membench.core.layout.run_path)."""
     return results / system / "runs" / cell.id / f"r{repeat}.jsonl"
 
@@ -285,7 +285,7 @@ def write_study(config_path: Path, machine: Machine, out: Path, system: str, rep
     (out/config.yaml). Returns what was planted: cell id -> plant."""
     config = study_config(config_path, system, repeats)
     table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
-    _, cells = config_checks.load(config, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
+    _, cells = checks.load(config, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
     results = out / "results"
     (results / system).mkdir(parents=True, exist_ok=True)
     (results / system / "topology.json").write_text(json.dumps(machine.topology(), indent=1))

@@ -16,8 +16,8 @@ sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 from membench import __version__
 from membench.core import layout
 from membench.plan import c2c_pairs, figure_kinds, node_pairs, rounds, variants
-from membench.plan import checks as config_checks
-from membench.plan import grammar as matrix
+from membench.plan import checks
+from membench.plan import grammar
 
 
 # Rule inputs and commands name the checkout's files relative to the
@@ -38,12 +38,12 @@ if not config:
         "names it; --workflow-profile none or another profile does not)"
     )
 try:
-    CONFIG, CELLS = config_checks.load(
+    CONFIG, CELLS = checks.load(
         config, REPO / "workflow" / "schemas" / "config.schema.yaml", VARIANTS
     )
-except matrix.ConfigError as error:
+except grammar.ConfigError as error:
     raise WorkflowError(str(error)) from None
-SYSTEMS = matrix.system_names(CONFIG)
+SYSTEMS = grammar.system_names(CONFIG)
 # c2c: pairs: all is bounded at 64 CPUs (from the probed topology, else this
 # host when it measures); the dry run states the pairs each system measures.
 for _line in c2c_pairs.plan_lines(CELLS, SYSTEMS, bool(CONFIG.get("systems"))):

@@ -5,13 +5,13 @@ sys.stderr = open(snakemake.log[0], "w")
 import json  # noqa: E402
 
 from membench.plan import variants  # noqa: E402
-from membench.plan import grammar as matrix
+from membench.plan import grammar
 from membench.plan import node_pairs
 from membench.store.collect import MissingRunsError, collect_runs  # noqa: E402
 from membench.store.stored import Expected, StoredRunsError  # noqa: E402
 
 table = variants.load_variants(snakemake.params.variants)
-cells = matrix.expand({"experiments": snakemake.params.experiments}, table)
+cells = grammar.expand({"experiments": snakemake.params.experiments}, table)
 try:
     topology = json.loads(open(snakemake.input.topology).read())
 except (OSError, ValueError):

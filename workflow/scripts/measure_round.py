@@ -11,7 +11,7 @@ import signal
 import sys
 from pathlib import Path
 
-from membench.plan import grammar as matrix
+from membench.plan import grammar
 from membench.store import progress
 from membench.plan import rounds
 from membench.measure import rounds as measure_rounds

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from membench.plan import checks as config_checks
-from membench.plan import grammar as matrix
+from membench.plan import checks
+from membench.plan import grammar
 from membench.store import progress
 from membench.plan import variants
 
@@ -26,11 +26,11 @@ def main(argv=None) -> int:
         raw = yaml.safe_load(fh)
     table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
     try:
-        config, cells = config_checks.load(raw, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
-    except matrix.ConfigError as error:
+        config, cells = checks.load(raw, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
+    except grammar.ConfigError as error:
         print(error, file=sys.stderr)
         return 2
-    for system in matrix.system_names(config):
+    for system in grammar.system_names(config):
         print(progress.system_progress(cells, system, Path(args.directory) / "results", table).line())
     return 0
 

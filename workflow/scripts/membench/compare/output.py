@@ -1,5 +1,5 @@
-"""`make compare`'s outputs: the terminal table, compare.csv, compare.json,
-compare.txt (the terminal table) and compare.html, and the exit code
+"""`make compare`'s outputs: the terminal table, match.csv, match.json,
+match.txt (the terminal table) and match.html, and the exit code
 (1 when any row is worse, else 0)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from membench.compare import match as compare
+from membench.compare import match
 from membench.compare import conditions as compare_conditions
 from membench.compare import stats as compare_stats
 from membench.core.atomic_files import write_text_atomic
@@ -21,7 +21,7 @@ METHOD = (
     "ratio NEW/BASE: Hodges-Lehmann estimate on log values (median of every pairwise ratio); interval: "
     "distribution-free, inverting the Mann-Whitney test; p: two-sided Mann-Whitney U"
 )
-# rows shown per verdict in the terminal (compare.csv has them all)
+# rows shown per verdict in the terminal (match.csv has them all)
 SHOWN = {"worse": 100, "better": 100, "undecided": 25, "same": 10}
 
 
@@ -55,10 +55,10 @@ def terminal_table(result: dict) -> str:
             lines.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
     more = [f"{n} more {v}" for v, n in hidden.items() if n]
     if more:
-        lines.append("… and " + ", ".join(more) + " rows: every row is in compare.csv")
+        lines.append("… and " + ", ".join(more) + " rows: every row is in match.csv")
     flagged = [r for r in rows if r["confounded"]]
     if flagged:
-        lines.append(f"! {len(flagged)} row(s): placement confounds the comparison (see notes in compare.csv)")
+        lines.append(f"! {len(flagged)} row(s): placement confounds the comparison (see notes in match.csv)")
     marked = sum(1 for r in rows if r["placement_differs"])
     if marked:
         lines.append(f"≠ {marked} row(s): verified placement differs between the sides (placement_differs; notes say how)")
@@ -68,7 +68,7 @@ def terminal_table(result: dict) -> str:
         for u in unmatched[:30]:
             lines.append(f"  only on {u['only_on']}: {u['cell']} ({u['knobs']}); other side: {u['other_side']}")
         if len(unmatched) > 30:
-            lines.append(f"  … and {len(unmatched) - 30} more (compare.json lists every one)")
+            lines.append(f"  … and {len(unmatched) - 30} more (match.json lists every one)")
     if result.get("written"):
         lines.append(f"\nwritten: {result['written']}")
     return "\n".join(lines) + "\n"
@@ -85,13 +85,13 @@ def _clean(value):
 def run_compare(base: str, new: str, out: Path, *, threshold: float = 0.02, confidence: float = 0.95,
                 ignore: list[str] = (), html: bool = True) -> tuple[dict, int]:
     """Compare, write every output under `out`; (result, exit code)."""
-    pairs, system_notes = compare.pair_systems(base, new)
+    pairs, system_notes = match.pair_systems(base, new)
     groups = []
     result = {"schema": JSON_SCHEMA, "base": base, "new": new, "threshold": threshold, "confidence": confidence,
               "method": METHOD, "ignored_knobs": list(ignore), "pairs": [], "rows": []}  # fmt: skip
     for b_system, b_dir, n_system, n_dir in pairs:
-        b_side, n_side = compare.read_sides(("BASE", base, b_dir, b_system), ("NEW", new, n_dir, n_system))
-        found = compare.compare_sides(b_side, n_side, ignore=list(ignore))
+        b_side, n_side = match.read_sides(("BASE", base, b_dir, b_system), ("NEW", new, n_dir, n_system))
+        found = match.compare_sides(b_side, n_side, ignore=list(ignore))
         rows = compare_conditions.conditions(b_side, n_side)
         result["pairs"].append({
             "system_base": b_system, "system_new": n_system, "headline": compare_conditions.headline(rows),
@@ -99,13 +99,13 @@ def run_compare(base: str, new: str, out: Path, *, threshold: float = 0.02, conf
             "unmatched": found["unmatched"],
         })  # fmt: skip
         groups += found["groups"]
-    result["rows"] = compare.decide(groups, threshold=threshold, confidence=confidence)
+    result["rows"] = match.decide(groups, threshold=threshold, confidence=confidence)
     result["row_confidence"] = result["rows"][0]["row_confidence"] if result["rows"] else confidence
     result["counts"] = {v: sum(1 for r in result["rows"] if r["verdict"] == v) for v in compare_stats.VERDICTS}
     out = Path(out)
-    frame = pd.DataFrame(result["rows"], columns=compare.ROW_KEYS)
+    frame = pd.DataFrame(result["rows"], columns=match.ROW_KEYS)
     write_text_atomic(out / "compare.csv", frame.to_csv(index=False))
-    rows_json = [{k: _clean(r[k]) for k in compare.ROW_KEYS} for r in result["rows"]]
+    rows_json = [{k: _clean(r[k]) for k in match.ROW_KEYS} for r in result["rows"]]
     write_text_atomic(out / "compare.json", json.dumps({**result, "rows": rows_json}, indent=1, default=_clean) + "\n")
     if html:
         from membench.compare.html import write_html  # matplotlib only when drawn

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from membench.core import layout
 from membench.core.atomic_files import write_text_atomic
-from membench.plan import grammar as matrix
+from membench.plan import grammar
 from membench.plan import node_pairs, variants
 from membench.plan.grammar import Cell
 
@@ -87,7 +87,7 @@ def round_cells(cells: list[Cell], round_index: int, seed: int) -> list[Cell]:
     """The cells with a repetition `round_index`, in this round's shuffled
     order (a different order each round, the same on every rerun)."""
     members = [(cell.id, cell) for cell in cells if cell.repeats > round_index]
-    members.sort(key=lambda entry: (matrix.shuffle_key(entry[0], round_index, seed), entry[0]))
+    members.sort(key=lambda entry: (grammar.shuffle_key(entry[0], round_index, seed), entry[0]))
     return [cell for _, cell in members]
 
 
@@ -130,7 +130,7 @@ def study_cells(study: dict, round_index: int, variants_table: dict, topology: d
     each experiment in it, the node-matrix shorthand (node:each, bind:each)
     made concrete for the system's topology (membench.plan.node_pairs)."""
     experiments = {name: {**e, "repeats": round_index + 1} for name, e in study["experiments"].items()}
-    return node_pairs.expand_pairs(matrix.expand({"experiments": experiments}, variants_table), topology)
+    return node_pairs.expand_pairs(grammar.expand({"experiments": experiments}, variants_table), topology)
 
 
 class RoundInputs:
