@@ -15,7 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from membench import variants  # noqa: E402
+from membench.plan import variants  # noqa: E402
 
 KERNELS = REPO / "kernels"
 TABLE = variants.load_variants(KERNELS / "families" / "variants.yaml")
