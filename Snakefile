@@ -9,7 +9,10 @@ min_version("9.0")
 # No configfile directive: profiles/default names config/config.yaml, so that
 # `--configfile other.yaml` replaces it (a directive would be merged with the
 # other file, also in the jobs a cluster executor starts).
-REPO = Path(workflow.basedir)
+# membench's own files, wherever this Snakefile is: its checkout, or the
+# module of another workflow (`module membench: snakefile: ...`), whose
+# workflow.basedir is the other workflow's.
+REPO = Path(workflow.current_basedir.get_path_or_uri(secret_free=True))
 
 
 include: "workflow/rules/common.smk"
