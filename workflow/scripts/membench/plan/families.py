@@ -34,7 +34,7 @@ class Family:
     op_knob: str | None = None
     # the op whose records are the idle latency
     latency_op: str | None = None
-    # bounds on the (resolved) threads; 0 = none
+    # bounds on the (resolved) threads, as the harness has them; 0 = none
     min_threads: int = 0
     max_threads: int = 0
     figures: tuple[str, ...] = DEFAULT_FIGURES
@@ -54,11 +54,11 @@ FAMILIES = {
     "daxpy": Family(BANDWIDTH),
     "mix": Family(BANDWIDTH, knobs=()),
     "chase": Family(LATENCY, knobs=("threads", "affinity", "sweep_from", "points_per_octave", *_CHASE),
-                    latency_op="random", max_threads=1, figures=("latency",)),
+                    latency_op="random", min_threads=1, max_threads=1, figures=("latency",)),
     "loaded": Family(LOADED, knobs=("threads", "affinity", "load_op", "load_delay", *_CHASE), op_knob="load_op",
                      min_threads=2, figures=("loaded",)),
     "c2c": Family(HANDOFF, knobs=("pair", "pairs_per_class", "c2c_samples", "c2c_roundtrips"), pairs=True,
-                  figures=("handoff",)),
+                  min_threads=2, figures=("handoff",)),
 }  # fmt: skip
 
 
