@@ -1,3 +1,4 @@
+import json
 import shutil
 import subprocess
 import sys
@@ -55,3 +56,35 @@ def copy_workflow(dest: Path) -> Path:
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "copy of the workflow"], check=True)
     return dest
+
+
+@pytest.fixture(scope="session")
+def option_listings(tmp_path_factory) -> dict[str, dict]:
+    """Every family's option tables (--list-options) from one binary per
+    family (its first variant), built in parallel as the build rule builds
+    them."""
+    table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
+    out = tmp_path_factory.mktemp("listings")
+    builds = {
+        family: subprocess.Popen(
+            variants.compile_argv(table, family, variants.variant_names(table, family)[0], REPO / "kernels", out / family),
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        for family in variants.families(table)
+    }
+    listings = {}
+    for family, build in builds.items():
+        _, err = build.communicate()
+        assert build.returncode == 0, f"{family}: {err}"
+        listed = subprocess.run([out / family, "--list-options"], capture_output=True, text=True, check=True)
+        listings[family] = json.loads(listed.stdout)
+    return listings
+
+
+@pytest.fixture(scope="session")
+def lists_options(tmp_path_factory, stream_binary) -> str:
+    """The first line of a fake stream harness (sh): it answers
+    --list-options as the real one does (membench reads the flags there)."""
+    path = tmp_path_factory.mktemp("listing") / "stream.json"
+    path.write_text(subprocess.run([stream_binary, "--list-options"], capture_output=True, text=True, check=True).stdout)
+    return f'[ "$1" = --list-options ] && exec cat {path}\n'

@@ -125,7 +125,7 @@ def test_pairs_all_above_64_cpus_is_a_config_error(tmp_path):
     ]
 
 
-def test_config_cells_and_requests():
+def test_config_cells_and_requests(option_listings):
     exp = {"kernel": "c2c", "pairs_per_class": 2, "pair_classes": ["smt", "other_package"], "size": ["4MiB"]}
     config, cells = checks.load({"system": "s", "experiments": {"c": exp, "st": {"kernel": "stream"}}}, SCHEMA, TABLE)
     c2c = [c for c in cells if c.kernel == "c2c"]
@@ -148,7 +148,7 @@ def test_config_cells_and_requests():
     resolved, why = measure.resolve(req, topo, list(range(256)))
     a, b = c2c_pairs.sample(topo, 2, ("smt",))["smt"][0]
     assert why is None and resolved["affinity"] == f"cpus:{a},{b}" and resolved["threads"] == 2
-    argv = measure.harness_argv("bin/c2c-default", req, resolved)
+    argv = measure.harness_argv("bin/c2c-default", req, resolved, option_listings["c2c"])
     assert argv[argv.index("--samples") + 1] == "100" and argv[argv.index("--roundtrips") + 1] == "1000"
 
 

@@ -50,7 +50,7 @@ def test_group_must_be_whole_slots(bins):  # noqa: F811
     assert rc == 2 and "invalid value '2048' for --group" in err and "pointer spacing (4096" in err
 
 
-def test_chase_spacing_is_an_axis_of_the_request(schema_path, table):  # noqa: F811
+def test_chase_spacing_is_an_axis_of_the_request(schema_path, table, option_listings):  # noqa: F811
     config = {"experiments": {"lat": {"kernel": "chase", "chase_spacing": [64, 256]},
                               "bw": {"kernel": "stream", "chase_spacing": [64]}}}
     _, cells = load(config, schema_path, table)
@@ -63,7 +63,7 @@ def test_chase_spacing_is_an_axis_of_the_request(schema_path, table):  # noqa: F
     stream = next(c for c in cells if c.kernel == "stream")
     assert "chase_spacing" not in rounds.cell_request(stream, "box", 0, table)  # digests kept
     knobs = {"threads": 1, "size": 4096, "policy": "default", "affinity": "none"}
-    argv = harness.harness_argv("/bin/h", harness.Request(**req[0]), knobs)
+    argv = harness.harness_argv("/bin/h", harness.Request.of_dict(req[0]), knobs, option_listings["chase"])
     assert argv[argv.index("--spacing") + 1] == "64"
 
 

@@ -50,7 +50,7 @@ def stored(runs: Path) -> dict[str, tuple[bytes, int]]:
 
 
 @pytest.fixture
-def box(tmp_path):
+def box(tmp_path, lists_options):
     """results/box/{runs,topology.json}, bin/box/stream-default (a fake
     harness that counts its starts) and a round runner."""
     bin_dir, results = tmp_path / "bin", tmp_path / "results" / "box"
@@ -58,7 +58,7 @@ def box(tmp_path):
     results.mkdir(parents=True)
     starts = tmp_path / "starts"
     harness = bin_dir / "stream-default"
-    harness.write_text(f"#!/bin/sh\necho x >> {starts}\necho '{{\"status\": \"ok\", \"affinity\": \"close\"}}'\n")
+    harness.write_text(f"#!/bin/sh\n{lists_options}echo x >> {starts}\necho '{{\"status\": \"ok\", \"affinity\": \"close\"}}'\n")
     harness.chmod(0o755)
     topology = results / "topology.json"
     topology.write_text(json.dumps(TOPOLOGY))

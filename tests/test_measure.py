@@ -67,24 +67,27 @@ def test_remote_binds_to_the_farthest_node_from_the_threads():
     assert resolved["policy"] == "bind:1"
 
 
-def test_harness_argv_quotes_nothing_and_passes_every_knob():
-    argv = measure.harness_argv("/bin/h", request(system="a b;rm -rf /"), {"threads": 1, "size": 4096, "policy": "default", "affinity": "none"})
+def test_harness_argv_quotes_nothing_and_passes_every_knob(option_listings):
+    argv = measure.harness_argv("/bin/h", request(system="a b;rm -rf /"), {"threads": 1, "size": 4096, "policy": "default", "affinity": "none"},
+                                option_listings["stream"])
     assert argv[argv.index("--system") + 1] == "a b;rm -rf /"  # one argv element, no shell
     for flag in ("--op", "--threads", "--affinity", "--policy", "--pages", "--init", "--size", "--ntimes", "--repeat"):
         assert flag in argv
 
 
-def test_the_chase_group_reaches_chase_and_loaded_only():
+def test_the_chase_group_reaches_chase_and_loaded_only(option_listings):
     knobs = {"threads": 2, "size": 4096, "policy": "default", "affinity": "none"}
     for kernel, group, want in (("chase", "full", "full"), ("loaded", 65536, "65536"), ("chase", 262144, "262144")):
-        argv = measure.harness_argv("/bin/h", request(kernel=kernel, chase_group=group), knobs)
+        argv = measure.harness_argv("/bin/h", request(kernel=kernel, chase_group=group), knobs, option_listings[kernel])
         assert argv[argv.index("--group") + 1] == want
-    assert "--group" not in measure.harness_argv("/bin/h", request(chase_group="full"), knobs)
+    assert "--group" not in measure.harness_argv("/bin/h", request(chase_group="full"), knobs, option_listings["stream"])
 
 
-def fake_harness(tmp_path, body: str):
+def fake_harness(tmp_path, body: str, lists_options: str = ""):
+    """A harness that runs `body` (and answers --list-options with the
+    line `lists_options`, the conftest fixture, where given)."""
     path = tmp_path / "fake-harness"
-    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.write_text("#!/bin/sh\n" + lists_options + body + "\n")
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
     return path
 
@@ -103,16 +106,16 @@ def run_cell(tmp_path, binary, req):
     return records
 
 
-def test_a_crashing_harness_gives_failed_records(tmp_path):
-    binary = fake_harness(tmp_path, "echo boom >&2; exit 139")
+def test_a_crashing_harness_gives_failed_records(tmp_path, lists_options):
+    binary = fake_harness(tmp_path, "echo boom >&2; exit 139", lists_options)
     records = run_cell(tmp_path, binary, request())
     assert [r["status"] for r in records] == ["failed", "failed"]
     assert "exited with code 139" in records[0]["reason"]
     assert "boom" in (tmp_path / "log").read_text()
 
 
-def test_non_json_output_is_a_failure_not_a_silent_loss(tmp_path):
-    binary = fake_harness(tmp_path, "echo 'Function Best Rate'; exit 0")
+def test_non_json_output_is_a_failure_not_a_silent_loss(tmp_path, lists_options):
+    binary = fake_harness(tmp_path, "echo 'Function Best Rate'; exit 0", lists_options)
     records = run_cell(tmp_path, binary, request())
     assert all(r["status"] == "failed" and "non-JSON" in r["reason"] for r in records)
 
@@ -125,10 +128,10 @@ def test_unrunnable_cells_never_start_the_harness(tmp_path):
     assert records[0]["threads_requested"] == 64 and records[0]["cell"] == "e/stream-default/x"
 
 
-def test_binding_variables_of_the_caller_do_not_reach_the_harness(tmp_path, monkeypatch):
+def test_binding_variables_of_the_caller_do_not_reach_the_harness(tmp_path, lists_options, monkeypatch):
     monkeypatch.setenv("OMP_PROC_BIND", "true")
     monkeypatch.setenv("OMP_PLACES", "cores")
-    binary = fake_harness(tmp_path, "env > " + str(tmp_path / "env.txt") + "; exit 0")
+    binary = fake_harness(tmp_path, "env > " + str(tmp_path / "env.txt") + "; exit 0", lists_options)
     run_cell(tmp_path, binary, request())
     env = (tmp_path / "env.txt").read_text()
     assert "OMP_PROC_BIND" not in env and "OMP_PLACES" not in env

@@ -121,7 +121,7 @@ def guest_parts(tmp_path_factory):
 
 
 @pytest.fixture(scope="module", params=["2node", "4node"])
-def booted(request, guest_parts):
+def booted(request, guest_parts, option_listings):
     """(layout, guest topology, {case: (Request, resolved, records, run)})."""
     kernel, base, work = guest_parts
     layout = guest.LAYOUTS[request.param]
@@ -138,7 +138,7 @@ def booted(request, guest_parts):
         resolved, reason = measure.resolve(req, topo, allowed)
         assert reason is None, (name, reason)
         plan[name] = (req, resolved)
-        argvs.append(measure.harness_argv("/bin/harness", req, resolved)[1:])
+        argvs.append(measure.harness_argv("/bin/harness", req, resolved, option_listings["stream"])[1:])
     run = guest.boot(layout, argvs, kernel=kernel, base_initrd=base, workdir=work / layout.name)
     assert run.done and run.returncode == 0, run.explain()
     print(
@@ -295,7 +295,7 @@ SMT_CASES = {
 
 
 @pytest.fixture(scope="module")
-def smt_booted(guest_parts):
+def smt_booted(guest_parts, option_listings):
     """(layout, guest topology, {case: record}) for the SMT guest."""
     kernel, base, work = guest_parts
     layout = guest.TWO_SOCKETS_SMT
@@ -311,7 +311,7 @@ def smt_booted(guest_parts):
         )  # fmt: skip
         resolved, reason = measure.resolve(req, topo, allowed)
         assert reason is None, (name, reason)
-        argvs.append(measure.harness_argv("/bin/harness", req, resolved)[1:])
+        argvs.append(measure.harness_argv("/bin/harness", req, resolved, option_listings["stream"])[1:])
     run = guest.boot(layout, argvs, kernel=kernel, base_initrd=base, workdir=work / layout.name)
     assert run.done and run.returncode == 0, run.explain()
     print(f"\nguest {layout.name}: probe boot {probe.seconds:.1f}s, cases boot {run.seconds:.1f}s ({len(argvs)} cases)")
@@ -372,7 +372,7 @@ C2C_SPECS = ("smt:0", "same_l3:0", "other_package:0")
 
 
 @pytest.fixture(scope="module")
-def c2c_booted(guest_parts, smt_booted):
+def c2c_booted(guest_parts, smt_booted, option_listings):
     _, base, work = guest_parts
     kernel = guest_parts[0]
     layout, topo, _ = smt_booted
@@ -388,7 +388,7 @@ def c2c_booted(guest_parts, smt_booted):
         resolved, reason = measure.resolve(req, topo, allowed)
         assert reason is None, (spec, reason)
         requests[spec] = req
-        argvs.append(measure.harness_argv("/bin/harness-c2c", req, resolved))
+        argvs.append(measure.harness_argv("/bin/harness-c2c", req, resolved, option_listings["c2c"]))
     run = guest.boot(layout, argvs, kernel=kernel, base_initrd=base, workdir=work / "c2c", binaries={"harness-c2c": binary})
     assert run.done and run.returncode == 0, run.explain()
     records = {}

@@ -115,7 +115,7 @@ def guest_records(run, plan) -> list[dict]:
 
 
 @pytest.fixture(scope="module", params=["2node", "4node-memonly"])
-def matrix_run(request, guest_tools):
+def matrix_run(request, guest_tools, option_listings):
     kernel, initrd, work = guest_tools
     layout = guest.LAYOUTS[request.param]
     started = time.monotonic()
@@ -127,10 +127,10 @@ def matrix_run(request, guest_tools):
     allowed = [c["cpu"] for c in topo["cpus"]]
     plan, argvs, case_index = [], [], {}
     for cell in node_pairs.expand_pairs(cells, topo):
-        req = measure.Request(**rounds.cell_request(cell, system, 0, TABLE))
+        req = measure.Request.of_dict(rounds.cell_request(cell, system, 0, TABLE))
         resolved, reason = measure.resolve(req, topo, allowed)
         if not reason:
-            argvs.append([cell.kernel, *measure.harness_argv("/bin/harness", req, resolved)[1:]])
+            argvs.append([cell.kernel, *measure.harness_argv("/bin/harness", req, resolved, option_listings[cell.kernel])[1:]])
             case_index[len(plan)] = len(argvs)
         plan.append((cell, req, resolved, reason, topo))
     run = guest.boot(layout, argvs, kernel=kernel, base_initrd=initrd, workdir=work / layout.name, timeout=240)

@@ -99,7 +99,7 @@ def fake_harness(path: Path, body: str) -> Path:
 
 
 @pytest.fixture
-def bench(tmp_path):
+def bench(tmp_path, lists_options):
     """A round of 4 cells with a fake harness that counts its starts."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -107,7 +107,7 @@ def bench(tmp_path):
     # (the file `stop` beside it makes it stop as by SIGTERM, the same binary)
     fake_harness(
         bin_dir / "stream-default",
-        f'echo x >> {starts}; [ -e {tmp_path / "stop"} ] && kill -TERM $$; echo \'{{"status": "ok", "affinity": "close"}}\'',
+        lists_options + f'echo x >> {starts}; [ -e {tmp_path / "stop"} ] && kill -TERM $$; echo \'{{"status": "ok", "affinity": "close"}}\'',
     )
     topology = tmp_path / "topology.json"
     topology.write_text(json.dumps(TOPOLOGY))

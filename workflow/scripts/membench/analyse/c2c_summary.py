@@ -20,6 +20,7 @@ import pandas as pd
 
 from membench.plan.c2c_pairs import CLASSES
 from membench.core.text import number
+from membench.plan import families
 
 GROUP = ["system", "experiment", "variant", "op", "pair_class"]
 PAIR = ["system", "experiment", "variant", "op", "cpu_a", "cpu_b"]
@@ -39,7 +40,7 @@ CLASS_ORDER = {name: i for i, name in enumerate(CLASSES)}
 def c2c_records(table: pd.DataFrame) -> pd.DataFrame:
     if table.empty or "kernel" not in table or "pair_class" not in table:
         return pd.DataFrame(columns=READ_COLUMNS)
-    return table[table["kernel"] == "c2c"]
+    return table[table["kernel"].isin(families.named(lambda f: f.pairs))]
 
 
 def class_table(table: pd.DataFrame) -> pd.DataFrame:

@@ -16,8 +16,9 @@ import math
 import pandas as pd
 
 from membench.plan.grammar import DEFAULT_CHASE_GROUP, group_text, size_text
+from membench.plan import families
 
-LATENCY_KERNEL, LATENCY_OP = "chase", "random"
+LATENCY_KERNEL, LATENCY_OP = families.idle_latency()
 
 
 def placement_class(policy: str) -> str:
@@ -142,7 +143,7 @@ def idle_latencies(cells: pd.DataFrame) -> pd.DataFrame:
 def loaded_latencies(cells: pd.DataFrame) -> pd.DataFrame:
     """Per (system, placement, pages): the chasing thread's latency under
     the heaviest load measured (the most GB/s the load threads moved)."""
-    loaded = cells[(cells["kernel"] == "loaded") & (cells["n_ok"] > 0)]
+    loaded = cells[cells["kernel"].isin(families.named(lambda f: f.metric == families.LOADED)) & (cells["n_ok"] > 0)]
     loaded = _prefer_default_group(_with_group(loaded)) if not loaded.empty else loaded
     return _one_per_placement(loaded, "idxmax", "gbps_mean", "size_bytes")
 
@@ -167,7 +168,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd
     STREAM count."""
     latencies = idle_latencies(cells)
     loaded = loaded_latencies(cells)
-    bandwidth = cells[~cells["kernel"].isin([LATENCY_KERNEL, "loaded", "c2c"]) & (cells["n_ok"] > 0)]
+    bandwidth = cells[cells["kernel"].isin(families.named(lambda f: f.bandwidth)) & (cells["n_ok"] > 0)]
     rows = []
     for row in bandwidth.itertuples():
         placement = placement_key(row.policy_requested, row.affinity)

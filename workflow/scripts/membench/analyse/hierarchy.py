@@ -21,6 +21,7 @@ import pandas as pd
 
 from membench.analyse.concurrency import PAGE_BYTES
 from membench.plan.grammar import DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING, group_text, size_text
+from membench.plan import families
 
 # A point belongs to the plateau in hand while its latency lies within
 # FLAT of the plateau's median (in log terms); one stray point is forgiven
@@ -137,7 +138,8 @@ def sweep_curves(cells: pd.DataFrame) -> pd.DataFrame:
     """The random chase's sweep points (median over repetitions) per system
     and page size, local placement, in the default 256 KiB groups when
     those were measured."""
-    chase = cells[(cells["kernel"] == "chase") & (cells["op"] == "random") & (cells["n_ok"] > 0)]
+    kernel, op = families.idle_latency()
+    chase = cells[(cells["kernel"] == kernel) & (cells["op"] == op) & (cells["n_ok"] > 0)]
     if chase.empty or "ns_median" not in chase:
         return chase.iloc[0:0]
     chase = chase[chase["policy_requested"].isin(["default", "local"])]
@@ -168,7 +170,8 @@ def matrix_memory_rows(cells: pd.DataFrame, system: str) -> dict[str, dict[str, 
     cells with affinity node:I and policy bind:J, at their largest working
     set): level -> pages -> {"ns", "derivation"}; empty when none was
     measured."""
-    chase = cells[(cells["system"] == system) & (cells["kernel"] == "chase") & (cells["op"] == "random") & (cells["n_ok"] > 0)]
+    kernel, op = families.idle_latency()
+    chase = cells[(cells["system"] == system) & (cells["kernel"] == kernel) & (cells["op"] == op) & (cells["n_ok"] > 0)]
     if chase.empty or "ns_median" not in chase or "affinity" not in chase:
         return {}
     chase = chase.reset_index(drop=True)

@@ -20,6 +20,7 @@ import pandas as pd
 from membench.analyse.concurrency import placement_class
 from membench.analyse.stats import add_series
 from membench.core.text import number
+from membench.plan import families
 
 # op -> MLC's name of the mix; the ratio counts the kernel's read and write
 # streams (STREAM convention). Order = MLC's columns.
@@ -108,7 +109,7 @@ def loaded_little_table(cells: pd.DataFrame, line_bytes: dict[str, int]) -> dict
     GB/s (STREAM count and memory traffic), the chasing thread's latency
     (median over repetitions) and Little's law with both: traffic x latency
     = bytes and cache lines in flight, per load thread."""
-    ok = cells[(cells["kernel"] == "loaded") & (cells["n_ok"] > 0)]
+    ok = cells[cells["kernel"].isin(families.named(lambda f: f.metric == families.LOADED)) & (cells["n_ok"] > 0)]
     if ok.empty:
         return None
     ok = add_series(ok, ["system", "variant", "affinity", "policy_requested", "pages", "size_requested", "chase_group_requested"])

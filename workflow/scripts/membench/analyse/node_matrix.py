@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-LATENCY_KERNELS = ("chase",)
+from membench.plan import families
+
+LATENCY_KERNELS = tuple(families.named(lambda f: f.metric == families.LATENCY))
 # Axes other than the pair that may vary within a matrix experiment: each
 # combination is a matrix of its own.
 OTHER_AXES = ["variant", "threads_requested", "pages", "init", "size_requested", "chase_group_requested"]
@@ -73,7 +75,7 @@ def _metric_rows(cells: pd.DataFrame) -> tuple[pd.DataFrame, str, str]:
     """One row per cell with its median, min, max: the chase's largest
     working set (its idle latency), or a bandwidth kernel's last op."""
     if cells["kernel"].iloc[0] in LATENCY_KERNELS:
-        cells = cells[cells["op"].isin(["random"]) | cells["op"].isna()] if "op" in cells else cells
+        cells = cells[cells["op"].isin([families.idle_latency()[1]]) | cells["op"].isna()] if "op" in cells else cells
         order = cells.assign(_ws=cells.get("working_set_bytes", pd.Series(0, index=cells.index)).fillna(0))
         last = order.sort_values("_ws").groupby("cell", sort=False).tail(1)
         return last.rename(columns={"ns_median": "median", "ns_min": "low", "ns_max": "high"}), "ns", "idle latency"

@@ -25,6 +25,7 @@ import math
 import pandas as pd
 
 from membench.analyse.concurrency import placement_class
+from membench.plan import families
 
 PAGE_SHARE = 0.05  # a node holds a cell's pages from this share of the sample on
 
@@ -99,7 +100,8 @@ def cell_shares(cells: pd.DataFrame, peaks: dict[str, dict]) -> pd.DataFrame:
     """The bandwidth cells that have a peak, with peak_gbps, peak_of (what
     the peak is), traffic_gbps (mean), peak_share (mean traffic / peak)
     and peak_share_best (the fastest run / peak)."""
-    bandwidth = cells[~cells["kernel"].isin(["chase", "loaded"]) & (cells["n_ok"] > 0)]
+    chases = families.named(lambda f: f.metric in (families.LATENCY, families.LOADED))
+    bandwidth = cells[~cells["kernel"].isin(chases) & (cells["n_ok"] > 0)]
     rows = []
     for index, row in bandwidth.iterrows():
         peak = peaks.get(row["system"])

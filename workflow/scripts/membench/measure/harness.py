@@ -16,14 +16,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from membench import SCHEMA_VERSION, __version__
-from membench.plan import c2c_pairs
-from membench.measure import memory
+from membench.plan import c2c_pairs, families
+from membench.measure import memory, options
 from membench.plan import variants
-from membench.plan.grammar import DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING
+from membench.plan.request import Request
 from membench.core import paths
 from membench.core.atomic_files import write_jsonl_atomic
 from membench.core.store_errors import store_error
@@ -40,37 +39,6 @@ VARIANTS_FILE = paths.VARIANTS_FILE
 # written, so that a rerun measures the repetition again. (SIGKILL is not
 # among them: the OOM killer sends it, and that is the cell's failure.)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-@dataclass(frozen=True)
-class Request:
-    """What a cell asks for, as in the config (threads may be "all", size
-    may be "auto", policy may be "remote")."""
-
-    system: str
-    kernel: str
-    variant: str
-    ops: tuple[str, ...]
-    threads: int | str
-    affinity: str
-    policy: str
-    pages: str
-    init: str
-    size: int | str
-    ntimes: int
-    repeat: int
-    pages_requested: str = "4k"
-    prefetch_distance: int | str = "variant"
-    features: dict = field(default_factory=dict)
-    load_delay: int = 0
-    sweep_from: int = 4096
-    points_per_octave: int = 2
-    chase_group: int | str = DEFAULT_CHASE_GROUP
-    chase_spacing: int = DEFAULT_CHASE_SPACING
-    pair: str = ""
-    pairs_per_class: int = 3
-    c2c_samples: int = 100
-    c2c_roundtrips: int = 1000
 
 
 def auto_size(topology: dict) -> int:
@@ -131,7 +99,8 @@ def resolve_threads(threads: int | str, affinity: str, allowed: list[int], topol
 
 def resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict, str | None]:
     """Concrete harness arguments for this host, or the reason it cannot run."""
-    if request.kernel == "c2c":
+    traits = families.family(request.kernel)
+    if traits.pairs:
         return c2c_resolve(request, topology, allowed)
     affinity = request.affinity
     threads = resolve_threads(request.threads, request.affinity, allowed, topology)
@@ -148,8 +117,8 @@ def resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict,
     resolved = {"threads": threads, "size": size, "policy": request.policy, "affinity": affinity}
     if threads > len(allowed):
         return resolved, f"{threads} threads requested but only {len(allowed)} CPUs are available"
-    if request.kernel == "loaded" and threads < 2:
-        return resolved, f"loaded latency needs one chasing and at least one loading thread; {threads} requested"
+    if threads < traits.min_threads:  # loaded: one thread chases, the others load
+        return resolved, f"{request.kernel} latency needs one chasing and at least one loading thread; {threads} requested"
     if affinity.startswith("cpus:"):
         listed = parse_cpulist(affinity.removeprefix("cpus:"))
         missing = sorted(set(listed) - set(allowed))
@@ -197,27 +166,28 @@ def c2c_resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[d
     return resolved, why
 
 
-def harness_argv(binary: str, request: Request, resolved: dict) -> list[str]:
-    return [
-        str(binary),
-        "--op", ",".join(request.ops),
-        "--threads", str(resolved["threads"]),
-        "--affinity", resolved["affinity"],
-        "--policy", resolved["policy"],
-        "--pages", request.pages,
-        "--init", request.init,
-        "--size", str(resolved["size"]),
-        "--ntimes", str(request.ntimes),
-        "--repeat", str(request.repeat),
-        "--system", request.system,
-        "--variant", request.variant,
-        *(["--prefetch-distance", str(request.prefetch_distance)] if request.prefetch_distance != "variant" else []),
-        *(["--sweep-from", str(request.sweep_from), "--points-per-octave", str(request.points_per_octave)] if request.kernel == "chase" else []),
-        *(["--delay", str(request.load_delay)] if request.kernel == "loaded" else []),
-        *(["--group", str(request.chase_group)] if request.kernel in ("chase", "loaded") else []),
-        *(["--spacing", str(request.chase_spacing)] if request.kernel in ("chase", "loaded") else []),
-        *(["--samples", str(request.c2c_samples), "--roundtrips", str(request.c2c_roundtrips)] if request.kernel == "c2c" else []),
-    ]  # fmt: skip
+def harness_argv(binary: str, request: Request, resolved: dict, listing: dict | None = None) -> list[str]:
+    """The harness's command line: each request field under the flag the
+    binary's option table (`listing`, else its --list-options) names, the
+    family's options only where its family lists them."""
+    doc = listing if listing is not None else options.listing(binary)
+    values = {
+        "op": ",".join(request.ops),
+        "threads": resolved["threads"],
+        "affinity": resolved["affinity"],
+        "policy": resolved["policy"],
+        "pages": request.pages,
+        "init": request.init,
+        "size": resolved["size"],
+        "ntimes": request.ntimes,
+        "repeat": request.repeat,
+        "system": request.system,
+        "variant": request.variant,
+        # "variant": the distance the variant is built with
+        "prefetch-distance": None if request.prefetch_distance == "variant" else request.prefetch_distance,
+        **{name: getattr(request, field) for name, field in options.FAMILY_FIELDS.items()},
+    }
+    return [str(binary), *options.argv(doc, values)]
 
 
 def _placeholder_records(request: Request, resolved: dict, status: str, reason: str) -> list[dict]:
@@ -251,7 +221,11 @@ def run_harness(binary: str, request: Request, resolved: dict, log, run_process:
     """Run the harness (through `run_process`, default run_child: it dies
     with this process) and turn its output into records."""
     env = {k: v for k, v in os.environ.items() if k not in BINDING_ENV}
-    argv = harness_argv(binary, request, resolved)
+    try:
+        argv = harness_argv(binary, request, resolved)
+    except options.OptionsError as error:
+        log.write(f"failed: {error}\n")
+        return _placeholder_records(request, resolved, "failed", str(error))
     log.write(f"$ {' '.join(argv)}\n")
     log.flush()
     # Output to a file, not a pipe: nothing has to drain it while the
@@ -310,6 +284,7 @@ def measure_cell(
         topo = json.load(fh)
     allowed = sorted(os.sched_getaffinity(0))
     resolved, skip_reason = resolve(request, topo, allowed)
+    traits = families.family(request.kernel)
     fit = None
     if not skip_reason:
         # Before the harness allocates anything: a cell larger than the
@@ -344,8 +319,8 @@ def measure_cell(
             pages_requested=request.pages_requested,
             prefetch_distance_requested=request.prefetch_distance,
             load_delay_requested=request.load_delay,
-            chase_group_requested=request.chase_group if request.kernel in ("chase", "loaded") else None,
-            chase_spacing_requested=request.chase_spacing if request.kernel in ("chase", "loaded") else None,
+            chase_group_requested=request.chase_group if request.applies("chase_group") else None,
+            chase_spacing_requested=request.chase_spacing if request.applies("chase_spacing") else None,
             # The machine's memory nodes: what interleave:all must spread over.
             memory_nodes=[n["node"] for n in topo["nodes"] if n["memory_bytes"]],
             # The variant's declared feature columns (kernels/families/variants.yaml).
@@ -356,7 +331,7 @@ def measure_cell(
             node_name=socket.gethostname(),
             **(extra or {}),
         )
-        if request.kernel == "c2c":
+        if traits.pairs:
             record.update(c2c_pairs.pair_keys(record, topo, request.pair))
     try:
         write_jsonl_atomic(Path(output), records)

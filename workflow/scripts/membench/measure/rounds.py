@@ -97,7 +97,7 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
         one = time.monotonic()
         measure_cell(
             binary, topology, path, log,
-            request=Request(**request), experiment=cell.experiment, cell_id=cell.id,
+            request=Request.of_dict(request), experiment=cell.experiment, cell_id=cell.id,
             extra=identity_keys, run_process=run_harness_process,
         )  # fmt: skip (a write error there is a StoreError too)
         measured.append(path)

@@ -22,6 +22,8 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from membench.plan import families
+
 CLASSES = ("smt", "same_l2", "same_l3", "same_package", "other_package")
 MAX_ALL_CPUS = 64
 PLACE_KEYS = ("core", "l2", "l3", "package", "node")
@@ -157,7 +159,7 @@ def planned_pairs(cells, topology_file: Path | None, host_cpus: int | None = Non
     """How many pairs the c2c cells measure on a system: exact when its
     topology.json exists (the probe ran), else an upper bound (all: from
     host_cpus when this host measures, else 64 CPUs)."""
-    cells = [c for c in cells if c.kernel == "c2c"]
+    cells = [c for c in cells if families.family(c.kernel).pairs]
     if topology_file is None or not Path(topology_file).exists():
         n = min(host_cpus or MAX_ALL_CPUS, MAX_ALL_CPUS)
         return sum(1 if c.pair != "all" else n * (n - 1) // 2 for c in cells), False
@@ -174,14 +176,14 @@ def too_many_for_all(cells, topology_file: Path | None, fallback_cpus: int | Non
     """A config error when pairs: all meets a system of more than
     MAX_ALL_CPUS CPUs (known from its topology.json, else from this host
     when it is the one that measures)."""
-    if not any(c.kernel == "c2c" and c.pair == "all" for c in cells):
+    if not any(families.family(c.kernel).pairs and c.pair == "all" for c in cells):
         return None
     if topology_file is not None and Path(topology_file).exists():
         count = len(json.loads(Path(topology_file).read_text())["cpus"])
     else:
         count = fallback_cpus
     if count is not None and count > MAX_ALL_CPUS:
-        names = sorted({c.experiment for c in cells if c.kernel == "c2c" and c.pair == "all"})
+        names = sorted({c.experiment for c in cells if families.family(c.kernel).pairs and c.pair == "all"})
         return (
             f"experiments {names}: pairs: all measures every CPU pair, allowed up to {MAX_ALL_CPUS} CPUs; "
             f"this system has {count} CPUs ({count * (count - 1) // 2} pairs); allowed: pairs: sample"
@@ -194,7 +196,7 @@ def plan_lines(cells, systems: list[str], remote: bool, results: Path = Path("re
     once its topology.json exists); "error: ..." for pairs: all on a system
     of more than MAX_ALL_CPUS CPUs. remote: the systems are measured
     elsewhere (SLURM), so this host's CPU count says nothing."""
-    c2c = [c for c in cells if c.kernel == "c2c"]
+    c2c = [c for c in cells if families.family(c.kernel).pairs]
     if not c2c:
         return []
     lines = []

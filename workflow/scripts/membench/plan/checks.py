@@ -26,6 +26,7 @@ from membench.plan.grammar import (
     parse_group,
     parse_size,
 )
+from membench.plan.families import FAMILIES
 from membench.plan.peak_config import config_problems as peak_config_problems
 from membench.plan.variants import families, variant_names
 
@@ -162,15 +163,16 @@ def _semantic_problems(config: dict, schema: dict, variants_table: dict) -> dict
 def _experiment_problems(where: str, experiment: dict, schema: dict, variants_table: dict) -> list[str]:
     problems = []
     kernel = experiment.get("kernel")
-    if kernel == "chase" and any(t != 1 for t in _list_of(experiment.get("threads"))):
+    traits = FAMILIES.get(kernel) if isinstance(kernel, str) else None
+    if traits and traits.max_threads == 1 and any(t != 1 for t in _list_of(experiment.get("threads"))):
         problems.append(
-            f"{where}.threads: {experiment.get('threads')!r} is not allowed for chase; "
+            f"{where}.threads: {experiment.get('threads')!r} is not allowed for {kernel}; "
             "allowed: [1] (one pinned thread chases; use kernel loaded for latency under load)"
         )
     for i, affinity in enumerate(_list_of(experiment.get("affinity"))):
         problems += _backwards_ranges(f"{where}.affinity[{i}]", affinity)
     problems += _pair_problems(where, experiment)
-    if kernel == "chase":
+    if traits and "sweep_from" in traits.knobs:
         problems += _sweep_problems(where, experiment)
     problems += _kernel_only_problems(where, experiment, schema)
     for i, group in enumerate(_list_of(experiment.get("chase_group"))):
@@ -200,7 +202,7 @@ def _kernel_only_problems(where: str, experiment: dict, schema: dict) -> list[st
         if kernels and key in experiment and kernel not in kernels:
             problems.append(f"{where}.{key}: {experiment[key]!r} is a key of kernel {', '.join(kernels)} only; "
                             f"allowed: leave it out for kernel {kernel}")
-    if kernel == "c2c":
+    if isinstance(kernel, str) and kernel in FAMILIES and FAMILIES[kernel].pairs:
         for key in ("threads", "affinity"):
             if key in experiment:
                 problems.append(f"{where}.{key}: {experiment[key]!r} is not allowed for c2c; allowed: leave it "

@@ -3,12 +3,11 @@ so that planning the workflow does not import the plotting libraries."""
 
 from __future__ import annotations
 
+from membench.plan import families
 from membench.plan.node_pairs import uses_pairs
 
-# Figure kinds per kernel family: the ladder replaces the thread scaling for
-# the single-thread read-only versions; latency kernels have their own.
-KINDS = {"readonly": ("ladder",), "chase": ("latency",), "loaded": ("loaded",), "c2c": ("handoff",)}
-DEFAULT_KINDS = ("scaling", "histogram", "placement")
+# Figure kinds per kernel family: its `figures` trait (membench.plan.families).
+DEFAULT_KINDS = families.DEFAULT_FIGURES
 
 
 def kinds_for(experiment: dict) -> tuple[str, ...]:
@@ -16,7 +15,8 @@ def kinds_for(experiment: dict) -> tuple[str, ...]:
     bandwidth-vs-size (spill) curve."""
     if uses_pairs(experiment):  # node x node: one heat map per system
         return ("matrix",)
-    kinds = KINDS.get(experiment["kernel"], DEFAULT_KINDS)
-    if experiment["kernel"] not in ("chase", "loaded", "c2c") and len(experiment.get("size", [])) > 1:
+    traits = families.family(experiment["kernel"])
+    kinds = traits.figures
+    if traits.bandwidth and len(experiment.get("size", [])) > 1:
         kinds = (*kinds, "size")
     return kinds

@@ -13,7 +13,9 @@ import re
 import socket
 from dataclasses import asdict, dataclass
 
+from membench.plan import families
 from membench.plan.c2c_pairs import pair_specs
+from membench.plan.request import DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING, Knobs  # noqa: F401 (named here too)
 from membench.plan.variants import variant_names
 from membench.core.text import size_text  # noqa: F401 (sizes are named by it)
 
@@ -32,13 +34,6 @@ AXES = (
     "chase_spacing",
 )
 AFFINITY_ALIASES = {"compact": "close", "scatter": "spread"}
-# The chase's locality: bytes per group of lines visited in random order
-# (groups in random order), or "full" (one random cycle). 256 KiB = 64 pages
-# is multichase's default, so membench's idle latency compares with it.
-DEFAULT_CHASE_GROUP = 256 * 2**10
-# The random chase's pointer spacing (one pointer per this many bytes):
-# multichase's default stride, for the same reason.
-DEFAULT_CHASE_SPACING = 256
 GROUP_PAGE = 4096
 SIZE_UNITS = {
     "B": 1,
@@ -62,9 +57,10 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
-class Cell:
+class Cell(Knobs):
     """One point of an experiment's matrix, as requested (before the host
-    resolves "all" threads or "auto" size)."""
+    resolves "all" threads or "auto" size); its defaulted knobs (Knobs) are
+    the request's (membench.plan.request)."""
 
     experiment: str
     kernel: str
@@ -77,24 +73,13 @@ class Cell:
     size: int | str
     repeats: int
     ntimes: int
-    prefetch_distance: int | str = "variant"
     load_op: str = "triad"
-    load_delay: int = 0
-    sweep_from: int = 4096
-    points_per_octave: int = 2
-    chase_group: int | str = DEFAULT_CHASE_GROUP
-    chase_spacing: int = DEFAULT_CHASE_SPACING
-    # c2c only: "<class>:<i>" (the i-th sampled pair of a locality class,
-    # resolved from topology.json where it is measured) or "all"
-    pair: str = ""
-    pairs_per_class: int = 3
-    c2c_samples: int = 100
-    c2c_roundtrips: int = 1000
 
     @property
     def id(self) -> str:
         """Path-safe, unique name: <experiment>/<kernel>-<variant>/<axes>."""
-        if self.kernel == "c2c":  # the pair sets threads and CPUs
+        traits = families.family(self.kernel)
+        if traits.pairs:  # the pair sets threads and CPUs
             axes = "_".join(_path_safe(str(v)) for v in (f"p{self.pair}", self.policy, self.pages, f"s{self.size}"))
             return f"{self.experiment}/{self.kernel}-{self.variant}/{axes}"
         axes = "_".join(
@@ -110,9 +95,9 @@ class Cell:
         )
         if self.prefetch_distance != "variant":
             axes += f"_pf{self.prefetch_distance}"
-        if self.kernel == "loaded":
+        if "load_op" in traits.knobs:
             axes += f"_{self.load_op}_d{self.load_delay}"
-        if self.kernel in ("chase", "loaded"):
+        if "chase_group" in traits.knobs:
             axes += "_g" + group_text(self.chase_group).replace(" ", "")
             if self.chase_spacing != DEFAULT_CHASE_SPACING:
                 axes += f"_sp{self.chase_spacing}"
@@ -214,7 +199,7 @@ def experiment_cells(name: str, experiment: dict, variants_table: dict) -> list[
         "pair": [""],
     }
     c2c = {}
-    if kernel == "c2c":
+    if families.family(kernel).pairs:
         # the pair sets threads (2, or every CPU) and the CPUs (resolved
         # where it is measured); threads and affinity are not c2c axes
         per_class = experiment["pairs_per_class"]

@@ -24,55 +24,16 @@ from pathlib import Path
 from membench.core import layout
 from membench.core.atomic_files import write_text_atomic
 from membench.plan import grammar
-from membench.plan import node_pairs, variants
+from membench.plan import node_pairs
 from membench.plan.grammar import Cell
+from membench.plan.request import Request
 
 
 def cell_request(cell: Cell, system: str, repeat: int | None, variants_table: dict) -> dict:
-    """The harness request of one repetition: every knob the measurement
-    depends on. Its digest decides whether a stored repetition still holds."""
-    return {
-        "system": system,
-        "kernel": cell.kernel,
-        "variant": cell.variant,
-        "ops": (
-            [cell.load_op]
-            if cell.kernel == "loaded"
-            else list(variants_table["families"][cell.kernel]["ops"])
-        ),
-        "threads": cell.threads,
-        "affinity": cell.affinity,
-        "policy": cell.policy,
-        "pages": (
-            variants.declared_pages(variants_table, cell.kernel, cell.variant)
-            if cell.pages == "variant"
-            else cell.pages
-        ),
-        "pages_requested": cell.pages,
-        "init": cell.init,
-        "size": cell.size,
-        "ntimes": cell.ntimes,
-        "prefetch_distance": cell.prefetch_distance,
-        "features": variants.features(variants_table, cell.kernel, cell.variant),
-        "load_delay": cell.load_delay,
-        "sweep_from": cell.sweep_from,
-        "points_per_octave": cell.points_per_octave,
-        "chase_group": cell.chase_group,
-        # only where it changes the measurement: other cells keep their digest
-        **({"chase_spacing": cell.chase_spacing} if cell.kernel in ("chase", "loaded") else {}),
-        "repeat": repeat,
-        # c2c only (other families' requests, and digests, stay as they were)
-        **(
-            {
-                "pair": cell.pair,
-                "pairs_per_class": cell.pairs_per_class,
-                "c2c_samples": cell.c2c_samples,
-                "c2c_roundtrips": cell.c2c_roundtrips,
-            }
-            if cell.kernel == "c2c"
-            else {}
-        ),
-    }
+    """The harness request of one repetition (membench.plan.request), as
+    the JSON a round digests: every knob the measurement depends on. Its
+    digest decides whether a stored repetition still holds."""
+    return Request.of_cell(cell, system, repeat, variants_table).as_dict()
 
 
 def digest(value) -> str:

@@ -12,10 +12,10 @@ import math
 
 import pandas as pd
 
-from membench.analyse.concurrency import LATENCY_KERNEL
+from membench.plan import families
 
-# Families whose records are latencies or transfers, not bandwidth.
-NOT_BANDWIDTH = (LATENCY_KERNEL, "loaded", "c2c")
+# Families whose records are bandwidths (not latencies or transfers).
+BANDWIDTH = families.named(lambda f: f.bandwidth)
 # Placement words (membench.store.placement_classes.coarse_words) of the usual case.
 USUAL_WORDS = {"own cores", "1 thread/CPU", "stayed"}
 # The order in which placements of an idle latency are named.
@@ -65,7 +65,7 @@ def _bandwidth_entry(row: pd.Series) -> dict:
 def bandwidth_cells(cells: pd.DataFrame) -> pd.DataFrame:
     if "gbps_median" not in cells:
         return cells.iloc[0:0]
-    ok = cells[(cells["n_ok"] > 0) & cells["gbps_median"].notna() & ~cells["kernel"].isin(NOT_BANDWIDTH)]
+    ok = cells[(cells["n_ok"] > 0) & cells["gbps_median"].notna() & cells["kernel"].isin(BANDWIDTH)]
     return ok
 
 

@@ -33,6 +33,7 @@ from membench.analyse.stats import add_series
 from membench.core.layout import superseded_counts
 from membench.report.tables import idle_latency_table, tables_for
 from membench.core.text import number, size_text
+from membench.plan import families
 
 
 TEMPLATE_DIR = paths.TEMPLATE_DIR
@@ -71,7 +72,7 @@ def make_environment(template_dir: Path) -> jinja2.Environment:
 def cache_warnings(cells: pd.DataFrame, systems: dict) -> list[str]:
     """STREAM's rule: arrays under 4 x LLC measure caches, not memory."""
     warnings = []
-    bandwidth = cells[~cells["kernel"].isin(["chase", "loaded", "c2c"])]  # latency kernels go small on purpose
+    bandwidth = cells[cells["kernel"].isin(families.named(lambda f: f.bandwidth))]  # latency kernels go small on purpose
     for row in bandwidth.drop_duplicates(["system", "cell"]).itertuples():
         llc = systems.get(row.system, {}).get("topology", {}).get("llc_bytes")
         if llc and row.size_bytes < 4 * llc:
@@ -82,18 +83,10 @@ def cache_warnings(cells: pd.DataFrame, systems: dict) -> list[str]:
     return warnings
 
 
-# Keys that mean something only for some kernels (defaults fill them for all).
-ONLY_FOR = {
-    "load_op": ("loaded",),
-    "load_delay": ("loaded",),
-    "sweep_from": ("chase",),
-    "points_per_octave": ("chase",),
-    "prefetch_distance": ("readonly", "stream"),
-    "chase_group": ("chase", "loaded"),
-    # c2c: its pairs set the threads and CPUs
-    "threads": ("stream", "readonly", "xor", "daxpy", "chase", "loaded"),
-    "affinity": ("stream", "readonly", "xor", "daxpy", "chase", "loaded"),
-}
+# Keys that mean something only for some kernels (defaults fill them for
+# all): shown where the family's knobs (membench.plan.families) list them.
+ONLY_WHERE_THEY_APPLY = ("load_op", "load_delay", "sweep_from", "points_per_octave", "prefetch_distance",
+                         "chase_group", "threads", "affinity")
 
 
 PEAK_NOTE = (
@@ -104,7 +97,7 @@ PEAK_NOTE = (
 
 
 def _relevant(key: str, kernel: str) -> bool:
-    return kernel in ONLY_FOR.get(key, (kernel,))
+    return key not in ONLY_WHERE_THEY_APPLY or families.applies(key, kernel)
 
 
 def little_example(ec: pd.DataFrame) -> dict | None:
@@ -204,7 +197,7 @@ def build_context(
         part = cells[cells["experiment"] == name]
         part_ec = ec[ec["experiment"] == name] if not ec.empty else ec
         tables = tables_for(spec["kernel"], part, part_ec, shares[shares["experiment"] == name])
-        if spec["kernel"] == "loaded" and (little := loaded_little_table(part, line_bytes)):
+        if families.family(spec["kernel"]).metric == families.LOADED and (little := loaded_little_table(part, line_bytes)):
             tables.append(little)
         experiments.append(
             {

@@ -14,6 +14,7 @@ from membench.plan.grammar import size_text
 from membench.report.peak_tables import RULE, peak_table, percent, share_of
 from membench.analyse.stats import add_series
 from membench.core.text import number
+from membench.plan import families
 
 FEATURE_LABELS = {
     "opt_level": "opt",
@@ -275,11 +276,12 @@ def tables_for(kernel: str, cells: pd.DataFrame, ec: pd.DataFrame, shares: pd.Da
     if cells.empty:
         return []
     tables = [table for make in TABLES.get(kernel, ()) if (table := make(cells))]
-    if kernel not in ("chase", "loaded", "readonly", "c2c"):
+    traits = families.family(kernel)
+    if "scaling" in traits.figures:  # the thread scaling's families: not the readonly ladder, not latencies
         change = affinity_change_table(cells)
         if change:
             tables.append(change)
-    if kernel not in ("chase", "loaded", "c2c") and cells["policy_requested"].nunique() > 1:
+    if traits.bandwidth and cells["policy_requested"].nunique() > 1:
         tables.append(placement_table(cells, shares))
     against_peak = peak_table(shares) if shares is not None else None
     if against_peak:

@@ -22,6 +22,7 @@ from membench import SCHEMA_VERSION
 from membench.core import layout, record_schema
 from membench.plan import rounds
 from membench.plan.grammar import Cell
+from membench.plan.families import applies
 
 MAX_SHOWN = 50
 T = TypeVar("T")
@@ -141,8 +142,8 @@ class Expected:
 
 
 def _knobs(cell: Cell) -> tuple:
-    knobs = KNOBS + (LATENCY_KNOBS if cell.kernel in ("chase", "loaded") else ())
-    return knobs + (LOADED_KNOBS if cell.kernel == "loaded" else ())
+    knobs = KNOBS + (LATENCY_KNOBS if applies("chase_group", cell.kernel) else ())
+    return knobs + (LOADED_KNOBS if applies("load_delay", cell.kernel) else ())
 
 
 def consistency_problems(path: str, records: list[tuple[int, dict]], expected: Expected | None,

@@ -1,0 +1,83 @@
+"""Every kernel family's traits in one table: what its records measure,
+which config knobs apply to it, whether CPU pairs set its threads, which
+figures it gets. Code that differs by family asks this table (by trait),
+never the family's name.
+
+The harness's own option tables (kernels/families/*.c, printed by
+--list-options) are the truth for the knobs a family's binary takes; a test
+(tests/test_request.py) checks `knobs` against them. Adding a family is one
+row here, beside its entry in kernels/families/variants.yaml and its C file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# What a family's records measure.
+BANDWIDTH, LATENCY, LOADED, HANDOFF = "bandwidth", "latency", "loaded", "handoff"
+# The figures of a family that declares none of its own.
+DEFAULT_FIGURES = ("scaling", "histogram", "placement")
+
+
+@dataclass(frozen=True)
+class Family:
+    # BANDWIDTH (GB/s per op), LATENCY (the idle chase: ns per load),
+    # LOADED (the chase's latency under the load threads' bandwidth) or
+    # HANDOFF (core-to-core transfers)
+    metric: str
+    # config knobs, beyond the axes every family has, that mean something
+    # for it (threads and affinity included where the config chooses them)
+    knobs: tuple[str, ...] = ("threads", "affinity")
+    # CPU pairs (pairs, pairs_per_class, pair_classes) set its threads and CPUs
+    pairs: bool = False
+    # the knob that chooses its one op (else it runs every op of variants.yaml)
+    op_knob: str | None = None
+    # the op whose records are the idle latency
+    latency_op: str | None = None
+    # bounds on the (resolved) threads, as the harness has them; 0 = none
+    min_threads: int = 0
+    max_threads: int = 0
+    figures: tuple[str, ...] = DEFAULT_FIGURES
+
+    @property
+    def bandwidth(self) -> bool:
+        return self.metric == BANDWIDTH
+
+
+_CHASE = ("chase_group", "chase_spacing")
+# The report's axis lists show threads and affinity for every family but mix
+# and c2c (as before the table; for mix a gap rather than a reason).
+FAMILIES = {
+    "stream": Family(BANDWIDTH, knobs=("threads", "affinity", "prefetch_distance")),
+    "readonly": Family(BANDWIDTH, knobs=("threads", "affinity", "prefetch_distance"), figures=("ladder",)),
+    "xor": Family(BANDWIDTH),
+    "daxpy": Family(BANDWIDTH),
+    "mix": Family(BANDWIDTH, knobs=()),
+    "chase": Family(LATENCY, knobs=("threads", "affinity", "sweep_from", "points_per_octave", *_CHASE),
+                    latency_op="random", min_threads=1, max_threads=1, figures=("latency",)),
+    "loaded": Family(LOADED, knobs=("threads", "affinity", "load_op", "load_delay", *_CHASE), op_knob="load_op",
+                     min_threads=2, figures=("loaded",)),
+    "c2c": Family(HANDOFF, knobs=("pair", "pairs_per_class", "c2c_samples", "c2c_roundtrips"), pairs=True,
+                  min_threads=2, figures=("handoff",)),
+}  # fmt: skip
+
+
+def family(kernel: str) -> Family:
+    return FAMILIES[kernel]
+
+
+def applies(knob: str, kernel: str) -> bool:
+    """Whether a family knob (one that some family's `knobs` lists) means
+    something for this kernel."""
+    return knob in FAMILIES[kernel].knobs
+
+
+def named(test) -> list[str]:
+    """The families whose traits pass `test` (for filtering tables of
+    records by their kernel column), in table order."""
+    return [name for name, traits in FAMILIES.items() if test(traits)]
+
+
+def idle_latency() -> tuple[str, str]:
+    """(family, op) of the idle latency: the chase's random walk."""
+    return next((name, t.latency_op) for name, t in FAMILIES.items() if t.metric == LATENCY)
