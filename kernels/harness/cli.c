@@ -35,68 +35,6 @@ static void family_ops_text(char *buf, size_t len)
     }
 }
 
-static void print_help(FILE *f)
-{
-    fprintf(f,
-        "usage: %s [options]\n"
-        "membench harness for kernel family '%s', variant '%s' (harness %s)\n"
-        "Writes one JSON record per op per line to stdout; human text to stderr.\n\n"
-        "  --op LIST        comma list of ops, or all (default all); ops:\n",
-        g_prog, g_family->name, MB_VARIANT, MB_HARNESS_VERSION);
-    for (size_t i = 0; i < mb_kernel_count; i++) {
-        const mb_kernel_t *k = &mb_kernel_table[i];
-        if (strcmp(k->family, g_family->name) == 0 && k->fn)
-            fprintf(f, "                     %-8s %s  (reads %d, writes %d%s%s%s)\n",
-                    k->op, k->description, k->reads, k->writes,
-                    k->nontemporal ? ", non-temporal stores" : "",
-                    k->cpu_feature ? ", needs " : "",
-                    k->cpu_feature ? k->cpu_feature : "");
-    }
-    fprintf(f,
-        "  --threads N      OpenMP threads, >= 1 (default: OpenMP's default)\n"
-        "  --affinity A     none | close | spread | cpus:LIST (e.g. cpus:0-3,8);\n"
-        "                   aliases compact=close, scatter=spread (default none)\n"
-        "  --policy P       default | local | bind:N[,M..] | preferred:N |\n"
-        "                   interleave:all | interleave:N,M.. (default default)\n"
-        "  --pages P        4k | thp | hugetlb-2m | hugetlb-1g (default 4k)\n"
-        "  --init I         parallel | serial first touch (default parallel)\n"
-        "  --size BYTES     bytes per array, or auto = max(4 x largest cache, 256 MiB)\n"
-        "  --ntimes K       iterations per op, >= 2 (default 10; first dropped)\n"
-        "  --repeat R       integer, recorded only (default 0)\n"
-        "  --system NAME    recorded (default: short host name)\n"
-        "  --variant NAME   recorded (default %s)\n"
-        "  --prefetch-distance BYTES\n"
-        "                   software-prefetch distance, bytes ahead of the loads\n"
-        "                   (this variant: %s; built-in %d)\n"
-        "  --test-corrupt   TEST ONLY: corrupt one element so validation fails\n"
-        "  --list           print the kernel table and exit\n"
-        "  --list-options   print the harness's and the family's options as JSON and exit\n"
-        "  --help           this text\n",
-        MB_VARIANT, MB_SWPF ? "prefetches" : "no software prefetch, ignored",
-        (int)MB_PF_DIST);
-    if (g_family->min_threads > 0 || g_family->max_threads > 0) {
-        if (g_family->max_threads == g_family->min_threads)
-            fprintf(f, "  (family %s: --threads must be %d)\n", g_family->name,
-                    g_family->min_threads);
-        else if (g_family->max_threads > 0)
-            fprintf(f, "  (family %s: --threads must be %d..%d)\n", g_family->name,
-                    g_family->min_threads, g_family->max_threads);
-        else
-            fprintf(f, "  (family %s: --threads must be >= %d)\n", g_family->name,
-                    g_family->min_threads);
-    }
-    if (g_family->pin)
-        fprintf(f, "  (family %s: with --affinity none thread t is still pinned, to the "
-                   "t-th allowed CPU)\n", g_family->name);
-    if (g_family->options && g_family->options[0].name) {
-        fprintf(f, "family %s options:\n", g_family->name);
-        for (const mb_famopt_t *fo = g_family->options; fo->name; fo++)
-            fprintf(f, "  --%s %s\n                   %s (default %lld, %lld..%lld)\n",
-                    fo->name, fo->metavar, fo->help, fo->def, fo->min, fo->max);
-    }
-    fprintf(f, "\nexit codes: 0 ok, 1 failed, 2 usage error, 3 skipped\n");
-}
-
 static int parse_ll(const char *s, long long *out)
 {
     if (!s || !*s)
@@ -217,139 +155,130 @@ static void parse_policy(const char *arg, options_t *o)
     }
 }
 
-static void parse_args(int argc, char **argv, options_t *o)
+/* getopt values: 256 + the harness option's row, 512 + the family's */
+enum { O_BASE = 256, O_FAMOPT = 512 };
+
+/* getopt's table from both option tables (the harness's rows, then the
+ * family's --NAME INTEGER), each family option at its default, and the
+ * list of every flag for the messages. */
+static void options_from_tables(options_t *o, struct option *longopts, char *all_opts,
+                                size_t len)
 {
-    /* getopt values: 256 + the harness option's row, 512 + the family's */
-    enum { O_BASE = 256, O_FAMOPT = 512 /* + index of the family option */ };
-    enum { O_OP = O_BASE + MB_O_OP, O_THREADS = O_BASE + MB_O_THREADS,
-           O_AFF = O_BASE + MB_O_AFFINITY, O_POL = O_BASE + MB_O_POLICY,
-           O_PAGES = O_BASE + MB_O_PAGES, O_INIT = O_BASE + MB_O_INIT,
-           O_SIZE = O_BASE + MB_O_SIZE, O_NTIMES = O_BASE + MB_O_NTIMES,
-           O_REPEAT = O_BASE + MB_O_REPEAT, O_SYSTEM = O_BASE + MB_O_SYSTEM,
-           O_VARIANT = O_BASE + MB_O_VARIANT, O_PFDIST = O_BASE + MB_O_PFDIST,
-           O_CORRUPT = O_BASE + MB_O_CORRUPT, O_LIST = O_BASE + MB_O_LIST,
-           O_LIST_OPTIONS = O_BASE + MB_O_LIST_OPTIONS, O_HELP = O_BASE + MB_O_HELP };
-    static char all_opts[1024];
     all_opts[0] = '\0';
-    /* the harness's options (its table) plus the family's own (--NAME INTEGER) */
-    enum { NCOMMON = MB_O_COUNT };
-    static struct option longopts[NCOMMON + MB_MAX_FAMOPTS + 1];
-    for (int i = 0; i < NCOMMON; i++) {
+    for (int i = 0; i < MB_O_COUNT; i++) {
         const mb_opt_t *ho = &mb_harness_options[i];
         longopts[i] = (struct option){ho->name, ho->metavar ? required_argument : no_argument,
                                       NULL, O_BASE + i};
-        size_t len = strlen(all_opts);
-        snprintf(all_opts + len, sizeof all_opts - len, "%s--%s", i ? ", " : "", ho->name);
+        size_t off = strlen(all_opts);
+        snprintf(all_opts + off, len - off, "%s--%s", i ? ", " : "", ho->name);
     }
-    const char *size_arg = "auto";
-    long long v;
-
     o->nfamopt = 0;
     for (const mb_famopt_t *fo = g_family->options; fo && fo->name && o->nfamopt < MB_MAX_FAMOPTS;
          fo++) {
-        longopts[NCOMMON + o->nfamopt] =
+        longopts[MB_O_COUNT + o->nfamopt] =
             (struct option){fo->name, required_argument, NULL, O_FAMOPT + o->nfamopt};
         o->famopt[o->nfamopt++] = fo->def;
-        size_t len = strlen(all_opts);
-        snprintf(all_opts + len, sizeof all_opts - len, ", --%s", fo->name);
+        size_t off = strlen(all_opts);
+        snprintf(all_opts + off, len - off, ", --%s", fo->name);
     }
-    memset(&longopts[NCOMMON + o->nfamopt], 0, sizeof longopts[0]);
+    memset(&longopts[MB_O_COUNT + o->nfamopt], 0, sizeof longopts[0]);
+}
 
-    opterr = 0;
-    for (;;) {
-        int idx = -1;
-        int c = getopt_long(argc, argv, ":", longopts, &idx);
-        if (c == -1)
-            break;
-        switch (c) {
-        case O_OP: parse_ops(optarg, o); break;
-        case O_THREADS:
-            if (parse_ll(optarg, &v) != 0 || v < 1 || v > 1000000)
-                die_usage("--threads", optarg, "an integer >= 1");
-            o->threads = (int)v;
-            o->threads_set = 1;
-            break;
-        case O_AFF: parse_affinity(optarg, o); break;
-        case O_POL: parse_policy(optarg, o); break;
-        case O_PAGES:
-            if (strcmp(optarg, "4k") == 0) o->pages = MB_PAGES_4K;
-            else if (strcmp(optarg, "thp") == 0) o->pages = MB_PAGES_THP;
-            else if (strcmp(optarg, "hugetlb-2m") == 0) o->pages = MB_PAGES_HUGETLB_2M;
-            else if (strcmp(optarg, "hugetlb-1g") == 0) o->pages = MB_PAGES_HUGETLB_1G;
-            else die_usage("--pages", optarg, "4k, thp, hugetlb-2m, hugetlb-1g");
-            o->pages_str = optarg;
-            break;
-        case O_INIT:
-            if (strcmp(optarg, "parallel") == 0) o->init_parallel = 1;
-            else if (strcmp(optarg, "serial") == 0) o->init_parallel = 0;
-            else die_usage("--init", optarg, "parallel, serial");
-            o->init_str = optarg;
-            break;
-        case O_SIZE: size_arg = optarg; break;
-        case O_NTIMES:
-            if (parse_ll(optarg, &v) != 0 || v < 2 || v > 100000000)
-                die_usage("--ntimes", optarg, "an integer >= 2");
-            o->ntimes = (int)v;
-            break;
-        case O_REPEAT:
-            if (parse_ll(optarg, &v) != 0)
-                die_usage("--repeat", optarg, "an integer");
-            o->repeat = v;
-            break;
-        case O_SYSTEM:
-            if (!optarg[0]) die_usage("--system", optarg, "a non-empty name");
-            o->system = optarg;
-            break;
-        case O_VARIANT:
-            if (!optarg[0]) die_usage("--variant", optarg, "a non-empty name");
-            o->variant = optarg;
-            break;
-        case O_CORRUPT: o->test_corrupt = 1; break;
-        case O_PFDIST:
-            if (parse_ll(optarg, &v) != 0 || v < 0 || v > (1LL << 30))
-                die_usage("--prefetch-distance", optarg, "an integer number of bytes, 0 to 2^30");
-            o->prefetch_distance = (size_t)v;
-            o->prefetch_distance_set = 1;
-            break;
-        case O_LIST:
-            mb_print_table(stdout, g_family->name);
-            exit(0);
-        case O_LIST_OPTIONS:
-            mb_print_options(stdout, g_family);
-            exit(0);
-        case O_HELP:
-            print_help(stdout);
-            exit(0);
-        case ':':
-            fprintf(stderr, "%s: option %s needs a value (run %s --help)\n", g_prog,
-                    argv[optind - 1], g_prog);
-            exit(MB_USAGE_EXIT);
-        default:
-            if (c >= O_FAMOPT && c < O_FAMOPT + o->nfamopt) {
-                const mb_famopt_t *fo = &g_family->options[c - O_FAMOPT];
-                char opt[96], allowed[160];
-                snprintf(opt, sizeof opt, "--%s", fo->name);
-                snprintf(allowed, sizeof allowed, "an integer %lld..%lld%s%s", fo->min, fo->max,
-                         fo->word ? " or " : "", fo->word ? fo->word : "");
-                if (fo->word && strcmp(optarg, fo->word) == 0)
-                    v = 0; /* the option's word reads as 0 (e.g. --group full) */
-                else if (parse_ll(optarg, &v) != 0 || v < fo->min || v > fo->max)
-                    die_usage(opt, optarg, allowed);
-                o->famopt[c - O_FAMOPT] = v;
-                break;
-            }
-            fprintf(stderr, "%s: unknown option '%s'; allowed options: %s\n", g_prog,
-                    argv[optind - 1], all_opts);
-            exit(MB_USAGE_EXIT);
-        }
+/* An integer value of harness option id, within the table's range (none
+ * when min > max); otherwise a usage error that names `allowed`. */
+static long long int_option(int id, const char *arg, const char *allowed)
+{
+    const mb_opt_t *ho = &mb_harness_options[id];
+    long long v;
+    if (parse_ll(arg, &v) != 0 || (ho->min <= ho->max && (v < ho->min || v > ho->max))) {
+        char opt[64];
+        snprintf(opt, sizeof opt, "--%s", ho->name);
+        die_usage(opt, arg, allowed);
     }
-    if (optind < argc) {
-        fprintf(stderr, "%s: unexpected argument '%s'; allowed options: %s\n", g_prog,
-                argv[optind], all_opts);
-        exit(MB_USAGE_EXIT);
-    }
+    return v;
+}
 
-    /* size: whole elements, at least one */
+static void parse_pages(const char *arg, options_t *o)
+{
+    if (strcmp(arg, "4k") == 0) o->pages = MB_PAGES_4K;
+    else if (strcmp(arg, "thp") == 0) o->pages = MB_PAGES_THP;
+    else if (strcmp(arg, "hugetlb-2m") == 0) o->pages = MB_PAGES_HUGETLB_2M;
+    else if (strcmp(arg, "hugetlb-1g") == 0) o->pages = MB_PAGES_HUGETLB_1G;
+    else die_usage("--pages", arg, "4k, thp, hugetlb-2m, hugetlb-1g");
+    o->pages_str = arg;
+}
+
+static void parse_init(const char *arg, options_t *o)
+{
+    if (strcmp(arg, "parallel") == 0) o->init_parallel = 1;
+    else if (strcmp(arg, "serial") == 0) o->init_parallel = 0;
+    else die_usage("--init", arg, "parallel, serial");
+    o->init_str = arg;
+}
+
+/* One harness option (its row id) with its value, if it takes one.  --size
+ * is only kept (*size_arg): its range depends on the family's element. */
+static void harness_option(int id, const char *arg, options_t *o, const char **size_arg)
+{
+    switch (id) {
+    case MB_O_OP: parse_ops(arg, o); break;
+    case MB_O_THREADS:
+        o->threads = (int)int_option(id, arg, "an integer >= 1");
+        o->threads_set = 1;
+        break;
+    case MB_O_AFFINITY: parse_affinity(arg, o); break;
+    case MB_O_POLICY: parse_policy(arg, o); break;
+    case MB_O_PAGES: parse_pages(arg, o); break;
+    case MB_O_INIT: parse_init(arg, o); break;
+    case MB_O_SIZE: *size_arg = arg; break;
+    case MB_O_NTIMES: o->ntimes = (int)int_option(id, arg, "an integer >= 2"); break;
+    case MB_O_REPEAT: o->repeat = int_option(id, arg, "an integer"); break;
+    case MB_O_SYSTEM:
+        if (!arg[0]) die_usage("--system", arg, "a non-empty name");
+        o->system = arg;
+        break;
+    case MB_O_VARIANT:
+        if (!arg[0]) die_usage("--variant", arg, "a non-empty name");
+        o->variant = arg;
+        break;
+    case MB_O_CORRUPT: o->test_corrupt = 1; break;
+    case MB_O_PFDIST:
+        o->prefetch_distance =
+            (size_t)int_option(id, arg, "an integer number of bytes, 0 to 2^30");
+        o->prefetch_distance_set = 1;
+        break;
+    case MB_O_LIST:
+        mb_print_table(stdout, g_family->name);
+        exit(0);
+    case MB_O_LIST_OPTIONS:
+        mb_print_options(stdout, g_family);
+        exit(0);
+    case MB_O_HELP:
+        mb_print_help(stdout, g_prog, g_family);
+        exit(0);
+    }
+}
+
+/* Family option i (its row in the family's table): an integer in its range,
+ * or its word, which reads as 0 (e.g. --group full). */
+static void family_option(int i, const char *arg, options_t *o)
+{
+    const mb_famopt_t *fo = &g_family->options[i];
+    char opt[96], allowed[160];
+    snprintf(opt, sizeof opt, "--%s", fo->name);
+    snprintf(allowed, sizeof allowed, "an integer %lld..%lld%s%s", fo->min, fo->max,
+             fo->word ? " or " : "", fo->word ? fo->word : "");
+    long long v;
+    if (fo->word && strcmp(arg, fo->word) == 0)
+        v = 0;
+    else if (parse_ll(arg, &v) != 0 || v < fo->min || v > fo->max)
+        die_usage(opt, arg, allowed);
+    o->famopt[i] = v;
+}
+
+/* --size: whole elements, at least one; auto = max(4 x largest cache, 256 MiB). */
+static void derive_size(const char *size_arg, options_t *o)
+{
     unsigned long long bytes;
     if (strcmp(size_arg, "auto") == 0) {
         size_t llc4 = 4 * mb_largest_cache_bytes();
@@ -363,26 +292,65 @@ static void parse_args(int argc, char **argv, options_t *o)
     }
     o->elements = (size_t)(bytes / g_family->elem_size);
     o->size_bytes = o->elements * g_family->elem_size;
+}
 
-    /* families that need a thread count (one chaser; chaser + loaders) */
+/* Families that need a thread count (one chaser; chaser + loaders): an
+ * unset --threads moves into their bounds, a given one outside is an error. */
+static void check_family_threads(options_t *o)
+{
     int tmin = g_family->min_threads, tmax = g_family->max_threads;
-    if ((tmin > 0 && o->threads < tmin) || (tmax > 0 && o->threads > tmax)) {
-        if (!o->threads_set) {
-            o->threads = tmin > 0 && o->threads < tmin ? tmin : tmax;
+    if (!((tmin > 0 && o->threads < tmin) || (tmax > 0 && o->threads > tmax)))
+        return;
+    if (!o->threads_set) {
+        o->threads = tmin > 0 && o->threads < tmin ? tmin : tmax;
+        return;
+    }
+    char val[32], allowed[160];
+    snprintf(val, sizeof val, "%d", o->threads);
+    if (tmax == tmin)
+        snprintf(allowed, sizeof allowed, "%d (family %s)", tmin, g_family->name);
+    else if (tmax > 0)
+        snprintf(allowed, sizeof allowed, "%d..%d (family %s)", tmin, tmax, g_family->name);
+    else
+        snprintf(allowed, sizeof allowed, "an integer >= %d (family %s)", tmin, g_family->name);
+    die_usage("--threads", val, allowed);
+}
+
+/* argv over the defaults: each option through its table's row, then what
+ * depends on more than one option (size in elements, the family's threads). */
+static void parse_args(int argc, char **argv, options_t *o)
+{
+    static char all_opts[1024];
+    static struct option longopts[MB_O_COUNT + MB_MAX_FAMOPTS + 1];
+    options_from_tables(o, longopts, all_opts, sizeof all_opts);
+    const char *size_arg = "auto";
+
+    opterr = 0;
+    for (;;) {
+        int c = getopt_long(argc, argv, ":", longopts, NULL);
+        if (c == -1)
+            break;
+        if (c >= O_BASE && c < O_BASE + MB_O_COUNT) {
+            harness_option(c - O_BASE, optarg, o, &size_arg);
+        } else if (c >= O_FAMOPT && c < O_FAMOPT + o->nfamopt) {
+            family_option(c - O_FAMOPT, optarg, o);
+        } else if (c == ':') {
+            fprintf(stderr, "%s: option %s needs a value (run %s --help)\n", g_prog,
+                    argv[optind - 1], g_prog);
+            exit(MB_USAGE_EXIT);
         } else {
-            char val[32], allowed[160];
-            snprintf(val, sizeof val, "%d", o->threads);
-            if (tmax == tmin)
-                snprintf(allowed, sizeof allowed, "%d (family %s)", tmin, g_family->name);
-            else if (tmax > 0)
-                snprintf(allowed, sizeof allowed, "%d..%d (family %s)", tmin, tmax,
-                         g_family->name);
-            else
-                snprintf(allowed, sizeof allowed, "an integer >= %d (family %s)", tmin,
-                         g_family->name);
-            die_usage("--threads", val, allowed);
+            fprintf(stderr, "%s: unknown option '%s'; allowed options: %s\n", g_prog,
+                    argv[optind - 1], all_opts);
+            exit(MB_USAGE_EXIT);
         }
     }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s'; allowed options: %s\n", g_prog,
+                argv[optind], all_opts);
+        exit(MB_USAGE_EXIT);
+    }
+    derive_size(size_arg, o);
+    check_family_threads(o);
 }
 
 void parse_options(int argc, char **argv, options_t *o)

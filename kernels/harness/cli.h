@@ -76,6 +76,8 @@ extern const mb_opt_t mb_harness_options[MB_O_COUNT];
 /* --list-options: both option tables and the family's ops and thread bounds
  * as one JSON object. */
 void mb_print_options(FILE *f, const mb_family_t *fam);
+/* --help: the same tables as text (the family's ops under --op). */
+void mb_print_help(FILE *f, const char *prog, const mb_family_t *fam);
 
 /* The program name for messages, and the family this binary runs (main
  * sets both before parsing). */

@@ -1,7 +1,7 @@
 /*
  * membench harness: the kernel table read (table.h).  The rows are the
- * families' (families/kernel_table.c); finding a family or op, the bytes an
- * op moves, the CPU features it needs, and --list.
+ * families' (families/kernel_table.c); finding a family or op, the CPU
+ * features it needs, and --list.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,15 +24,6 @@ const mb_kernel_t *mb_find_kernel(const char *family, const char *op)
             strcmp(mb_kernel_table[i].op, op) == 0)
             return &mb_kernel_table[i];
     return NULL;
-}
-
-long long mb_kernel_bytes(const mb_kernel_t *k, size_t elem_size, size_t n, int write_allocate)
-{
-    long long per_array = (long long)elem_size * (long long)n;
-    long long bytes = (long long)(k->reads + k->writes) * per_array;
-    if (write_allocate && !k->nontemporal && !k->rmw)
-        bytes += (long long)k->writes * per_array;
-    return bytes;
 }
 
 /* __builtin_cpu_supports only accepts string literals, hence the list. */

@@ -22,11 +22,6 @@ const mb_kernel_t *mb_find_kernel(const char *family, const char *op);
 /* 1 if the CPU supports the named feature (NULL = no requirement); -1 if the
  * name is unknown to this harness. */
 int mb_cpu_supports(const char *feature);
-/* Bytes one pass of op k moves over n elements of elem_size bytes (STREAM
- * counting: reads + writes); with write_allocate also the read of every
- * written line before it is written, unless the stores are non-temporal or
- * the op read that array anyway (rmw). */
-long long mb_kernel_bytes(const mb_kernel_t *k, size_t elem_size, size_t n, int write_allocate);
 /* Print the table (all families, linked or not) to f. */
 void mb_print_table(FILE *f, const char *selected_family);
 

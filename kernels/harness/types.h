@@ -64,6 +64,21 @@ typedef struct mb_kernel {
     const char *description;
 } mb_kernel_t;
 
+/* Bytes one pass of op k moves over n elements of elem_size bytes (STREAM
+ * counting: reads + writes); with write_allocate also the read of every
+ * written line before it is written, unless the stores are non-temporal or
+ * the op read that array anyway (rmw).  From the row alone (no table), so
+ * a family that counts its bytes needs nothing of table.c. */
+static inline long long mb_kernel_bytes(const mb_kernel_t *k, size_t elem_size, size_t n,
+                                        int write_allocate)
+{
+    long long per_array = (long long)elem_size * (long long)n;
+    long long bytes = (long long)(k->reads + k->writes) * per_array;
+    if (write_allocate && !k->nontemporal && !k->rmw)
+        bytes += (long long)k->writes * per_array;
+    return bytes;
+}
+
 /* Per-family hooks and metadata. */
 typedef struct mb_family {
     const char *name;
