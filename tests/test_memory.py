@@ -52,7 +52,7 @@ def test_memory_model_matches_the_c_kernel_table():
     for family in rows:
         assert model(family)["arrays"] == int(rows[family]), family
     # kernels/families/loaded.c maps reads + writes arrays per load thread for its op
-    assert "int narr = k->reads + k->writes;" in (REPO / "kernels" / "families" / "loaded.c").read_text()
+    assert "lo.narr = k->reads + k->writes;" in (REPO / "kernels" / "families" / "loaded.c").read_text()
     loaded_rows = re.findall(r'\{\.family = "loaded", \.op = "(\w+)",([^}]*)\}', table_c)
     load_arrays = {
         op: sum(int(n) for n in re.findall(r"\.(?:reads|writes) = (\d+)", body)) for op, body in loaded_rows
