@@ -60,7 +60,7 @@ static void print_help(FILE *f)
         "                   interleave:all | interleave:N,M.. (default default)\n"
         "  --pages P        4k | thp | hugetlb-2m | hugetlb-1g (default 4k)\n"
         "  --init I         parallel | serial first touch (default parallel)\n"
-        "  --size BYTES     bytes per array, or auto = max(4 x largest cache, 256 MiB)\n"
+        "  --size BYTES     bytes per array, or auto = max(4 x all LLCs, 256 MiB)\n"
         "  --ntimes K       iterations per op, >= 2 (default 10; first dropped)\n"
         "  --repeat R       integer, recorded only (default 0)\n"
         "  --system NAME    recorded (default: short host name)\n"
@@ -352,7 +352,7 @@ static void parse_args(int argc, char **argv, options_t *o)
     /* size: whole elements, at least one */
     unsigned long long bytes;
     if (strcmp(size_arg, "auto") == 0) {
-        size_t llc4 = 4 * mb_largest_cache_bytes();
+        size_t llc4 = 4 * mb_llc_total_bytes();
         bytes = llc4 > ((size_t)256 << 20) ? llc4 : ((size_t)256 << 20);
     } else if (parse_size(size_arg, &bytes) != 0 || bytes < g_family->elem_size ||
                bytes > ((unsigned long long)1 << 50)) {
