@@ -59,7 +59,7 @@ static void print_help(FILE *f)
         "  --policy P       default | local | bind:N[,M..] | preferred:N |\n"
         "                   interleave:all | interleave:N,M.. (default default)\n"
         "  --pages P        4k | thp | hugetlb-2m | hugetlb-1g (default 4k)\n"
-        "  --init I         parallel | serial first touch (default parallel)\n"
+        "  --init I         parallel | serial | serial-arrays first touch (default parallel)\n"
         "  --size BYTES     bytes per array, or auto = max(4 x all LLCs, 256 MiB)\n"
         "  --ntimes K       iterations per op, >= 2 (default 10; first dropped)\n"
         "  --repeat R       integer, recorded only (default 0)\n"
@@ -282,7 +282,8 @@ static void parse_args(int argc, char **argv, options_t *o)
         case O_INIT:
             if (strcmp(optarg, "parallel") == 0) o->init_parallel = 1;
             else if (strcmp(optarg, "serial") == 0) o->init_parallel = 0;
-            else die_usage("--init", optarg, "parallel, serial");
+            else if (strcmp(optarg, "serial-arrays") == 0) o->init_parallel = MB_INIT_SERIAL_ARRAYS;
+            else die_usage("--init", optarg, "parallel, serial, serial-arrays");
             o->init_str = optarg;
             break;
         case O_SIZE: size_arg = optarg; break;

@@ -30,8 +30,9 @@ const mb_opt_t mb_harness_options[MB_O_COUNT] = {
                      "NUMA memory policy"},
     [MB_O_PAGES] = {"pages", "P", "choice", "4k", 1, 0, "4k,thp,hugetlb-2m,hugetlb-1g",
                     "page size of the arrays"},
-    [MB_O_INIT] = {"init", "I", "choice", "parallel", 1, 0, "parallel,serial",
-                   "first touch by the team (parallel) or the calling thread"},
+    [MB_O_INIT] = {"init", "I", "choice", "parallel", 1, 0, "parallel,serial,serial-arrays",
+                   "first touch by the team (parallel), the calling thread element by element (serial) "
+                   "or array by array (serial-arrays)"},
     [MB_O_SIZE] = {"size", "BYTES", "bytes", "auto", 1, 1LL << 50, "auto",
                    "bytes per array (at least one element), or auto = max(4 x the sum "
                    "of all last-level caches, 256 MiB)"},

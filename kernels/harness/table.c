@@ -35,6 +35,16 @@ long long mb_kernel_bytes(const mb_kernel_t *k, size_t elem_size, size_t n, int 
     return bytes;
 }
 
+long long mb_kernel_read_bytes(const mb_kernel_t *k, size_t elem_size, size_t n)
+{
+    return mb_kernel_bytes(k, elem_size, n, 1) - mb_kernel_write_bytes(k, elem_size, n);
+}
+
+long long mb_kernel_write_bytes(const mb_kernel_t *k, size_t elem_size, size_t n)
+{
+    return (long long)k->writes * (long long)elem_size * (long long)n;
+}
+
 /* __builtin_cpu_supports only accepts string literals, hence the list. */
 #define MB_FEATURE(name) \
     if (strcmp(feature, name) == 0) return __builtin_cpu_supports(name) ? 1 : 0;

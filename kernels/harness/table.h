@@ -27,6 +27,12 @@ int mb_cpu_supports(const char *feature);
  * written line before it is written, unless the stores are non-temporal or
  * the op read that array anyway (rmw). */
 long long mb_kernel_bytes(const mb_kernel_t *k, size_t elem_size, size_t n, int write_allocate);
+/* The read traffic of the same n elements: the kernel's reads plus one
+ * write-allocate read per written array (none for non-temporal stores or
+ * read-modify-write); and its write traffic (the write-backs). Their sum is
+ * mb_kernel_bytes(.., 1). */
+long long mb_kernel_read_bytes(const mb_kernel_t *k, size_t elem_size, size_t n);
+long long mb_kernel_write_bytes(const mb_kernel_t *k, size_t elem_size, size_t n);
 /* Print the table (all families, linked or not) to f. */
 void mb_print_table(FILE *f, const char *selected_family);
 

@@ -13,6 +13,9 @@
 #include <stddef.h>
 
 #define MB_MAX_ARRAYS 8
+/* --init serial-arrays: the `parallel` argument of a family's init and of
+ * mb_first_touch (1 parallel, 0 serial element-major) */
+#define MB_INIT_SERIAL_ARRAYS 2
 
 /* isfinite() that survives -ffast-math variants (checks the exponent bits) */
 static inline int mb_isfinite(double x)
