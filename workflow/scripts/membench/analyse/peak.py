@@ -24,6 +24,8 @@ import math
 
 import pandas as pd
 
+from membench.analyse.caches import past_caches
+
 from membench.analyse.concurrency import placement_class
 
 PAGE_SHARE = 0.05  # a node holds a cell's pages from this share of the sample on
@@ -99,7 +101,8 @@ def cell_shares(cells: pd.DataFrame, peaks: dict[str, dict]) -> pd.DataFrame:
     """The bandwidth cells that have a peak, with peak_gbps, peak_of (what
     the peak is), traffic_gbps (mean), peak_share (mean traffic / peak)
     and peak_share_best (the fastest run / peak)."""
-    bandwidth = cells[~cells["kernel"].isin(["chase", "loaded"]) & (cells["n_ok"] > 0)]
+    # in-cache cells are held against no memory peak (membench.analyse.caches)
+    bandwidth = past_caches(cells[~cells["kernel"].isin(["chase", "loaded"]) & (cells["n_ok"] > 0)])
     rows = []
     for index, row in bandwidth.iterrows():
         peak = peaks.get(row["system"])
