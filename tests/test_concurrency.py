@@ -12,6 +12,7 @@ def cell(**values):
     base = dict(
         system="a", experiment="e", cell="c", kernel="stream", variant="default", op="triad", threads=2,
         policy_requested="default", pages="4k", affinity="close", n_ok=3, gbps_mean=20.0, gbps_wa_mean=math.nan,
+        gbps_read_mean=20.0, gbps_write_mean=math.nan,
         ns_mean=math.nan, ns_median=math.nan, ns_min=math.nan, ns_max=math.nan, working_set_bytes=math.nan,
         chase_group_requested=None,
     )  # fmt: skip
@@ -20,7 +21,7 @@ def cell(**values):
 
 def chase(ns, ws, **values):
     fields = dict(
-        kernel="chase", op="random", cell=f"lat-{ns}", gbps_mean=math.nan, ns_mean=ns + 1, ns_median=ns,
+        kernel="chase", op="random", cell=f"lat-{ns}", gbps_mean=math.nan, gbps_read_mean=math.nan, ns_mean=ns + 1, ns_median=ns,
         ns_min=0.98 * ns, ns_max=1.03 * ns, working_set_bytes=ws, chase_group_requested=262144,
     )  # fmt: skip
     return cell(**{**fields, **values})
@@ -30,7 +31,7 @@ CELLS = pd.DataFrame(
     [
         cell(),
         cell(cell="remote", policy_requested="remote"),
-        cell(cell="thp", pages="thp", threads=1, gbps_mean=10.0),
+        cell(cell="thp", pages="thp", threads=1, gbps_mean=10.0, gbps_read_mean=10.0),
         cell(cell="other-system", system="b"),
         chase(5.0, 2**15),  # L1-sized: not the idle latency
         chase(100.0, 2**30),  # the largest working set, 4k, local
@@ -127,13 +128,17 @@ def test_default_group_is_preferred_over_other_groups():
     assert row.set_index("cell").loc["c", "latency_ns"] == 100.0
 
 
-def test_write_allocate_traffic_is_in_flight_too():
+def test_write_allocate_reads_are_in_flight_write_backs_are_not():
     """A STREAM triad moving 20 GB/s by the STREAM count moves 26.7 GB/s of
-    memory traffic with write-allocate: that is what Little's law counts."""
-    cells = pd.concat([CELLS, pd.DataFrame([cell(cell="wa", gbps_wa_mean=80 / 3)])], ignore_index=True)
+    memory traffic with write-allocate: 20 GB/s of reads (b, c and the
+    write-allocate read of a), which Little's law counts, and 6.7 GB/s of
+    posted write-backs, shown beside it."""
+    wa = cell(cell="wa", gbps_wa_mean=80 / 3, gbps_read_mean=20.0, gbps_write_mean=20 / 3)
+    cells = pd.concat([CELLS, pd.DataFrame([wa])], ignore_index=True)
     row = concurrency.effective_concurrency(cells, {"a": 64, "b": 64}).set_index("cell").loc["wa"]
-    assert row["gbps"] == 20.0 and row["traffic_gbps"] == pytest.approx(80 / 3)
-    assert row["bytes_in_flight"] == pytest.approx(80 / 3 * 100.0)
+    assert row["gbps"] == 20.0 and row["traffic_gbps"] == pytest.approx(20.0)
+    assert row["write_traffic_gbps"] == pytest.approx(20 / 3)
+    assert row["bytes_in_flight"] == pytest.approx(20.0 * 100.0)
 
 
 def test_fallback_page_size_is_the_smallest_measured():
@@ -144,3 +149,25 @@ def test_fallback_page_size_is_the_smallest_measured():
         ]
     )
     assert concurrency._match(latencies, "a", "local", "4k")["pages"] == "thp"
+
+
+def test_little_law_counts_reads_not_write_backs():
+    """Read traffic (reads + write-allocate reads, as the harness recorded
+    from the kernel table) x latency: Sun's xor moves as many bytes back
+    as it reads, and its lines in flight are half of its total traffic's;
+    the write-backs stand beside it."""
+    from membench.analyse.stats import traffic_split
+
+    runs = pd.DataFrame({"gbps_wa": [60.0, 40.0], "bytes_per_iter": [2000, 3000], "bytes_per_iter_wa": [2000, 4000],
+                         "bytes_read_per_iter": [1000, 3000], "bytes_written_per_iter": [1000, 1000]})  # xor, triad
+    split = traffic_split(runs)
+    assert list(split["gbps_read"]) == [30.0, 30.0] and list(split["gbps_write"]) == [30.0, 10.0]
+    # older records: with write-allocate the reads are the STREAM count; without it the split is unknown
+    older = traffic_split(runs.drop(columns=["bytes_read_per_iter", "bytes_written_per_iter"]))
+    assert math.isnan(older["gbps_read"][0]) and list(older["gbps_read"][1:]) == [30.0] and older["gbps_write"][1] == 10.0
+    xor = pd.DataFrame([cell(kernel="xor", op="xor", gbps_mean=60.0, gbps_wa_mean=60.0, gbps_read_mean=30.0, gbps_write_mean=30.0),
+                        cell(cell="old", kernel="xor", op="xor", gbps_read_mean=math.nan), chase(100.0, 2**30)])  # fmt: skip
+    ec = concurrency.effective_concurrency(xor, {"a": 64}).set_index("cell")
+    assert ec.loc["c", "bytes_in_flight"] == pytest.approx(3000.0)  # 30 GB/s read x 100 ns, not 60 x 100
+    assert ec.loc["c", "write_traffic_gbps"] == 30.0
+    assert math.isnan(ec.loc["old", "lines_in_flight"]) and "read traffic not recorded" in ec.loc["old", "latency_source"]

@@ -45,6 +45,7 @@ from membench.measure import harness as measure
 from numa_guest import guest, image  # noqa: E402
 
 SIZE = 1 << 20  # bytes per array: 256 pages of 4 KiB, 768 sampled in all
+SPILL_SIZE = 80 * 2**20  # bytes per array of the spill cases (2node: node 0 has 224 MiB)
 NTIMES = 2
 MIB = 2**20
 
@@ -62,6 +63,10 @@ CASES = {
         "local": (1, [3], "local", "parallel"),
         "serial": (2, [1, 0], "default", "serial"),
         "parallel": (2, [1, 0], "default", "parallel"),
+        # ORNL's spill: one thread on node 0, preferred:0, 3 x 80 MiB, more
+        # than node 0's 224 MiB has free: the arrays spill to node 1
+        "spill_parallel": (1, [0], "preferred:0", "parallel", SPILL_SIZE),
+        "spill_serial_arrays": (1, [0], "preferred:0", "serial-arrays", SPILL_SIZE),
     },
     "4node": {
         "bind": (1, [0], "bind:3", "parallel"),
@@ -80,7 +85,7 @@ CASES = {
 }
 
 
-def make_request(layout: guest.Layout, threads: int, cpus: list[int], policy: str, init: str) -> measure.Request:
+def make_request(layout: guest.Layout, threads: int, cpus: list[int], policy: str, init: str, size: int = SIZE) -> measure.Request:
     return measure.Request(
         system=f"guest-{layout.name}",
         kernel="stream",
@@ -91,7 +96,7 @@ def make_request(layout: guest.Layout, threads: int, cpus: list[int], policy: st
         policy=policy,
         pages="4k",
         init=init,
-        size=SIZE,
+        size=size,
         ntimes=NTIMES,
         repeat=0,
     )
@@ -133,8 +138,8 @@ def booted(request, guest_parts, option_listings):
 
     allowed = [c["cpu"] for c in topo["cpus"]]
     plan, argvs = {}, []
-    for name, (threads, cpus, policy, init) in CASES[layout.name].items():
-        req = make_request(layout, threads, cpus, policy, init)
+    for name, case in CASES[layout.name].items():
+        req = make_request(layout, *case)
         resolved, reason = measure.resolve(req, topo, allowed)
         assert reason is None, (name, reason)
         plan[name] = (req, resolved)
@@ -270,6 +275,30 @@ def test_serial_init_puts_pages_on_the_initialising_thread(booted):
     got = pages(parallel)
     assert set(got) == {first, second}
     assert got[first] == pytest.approx(0.5, abs=0.05) and got[second] == pytest.approx(0.5, abs=0.05)
+
+
+def test_serial_arrays_spill_at_different_indices(booted):
+    """ORNL's spill (config/ornl_spill.yaml): under preferred:0 the arrays
+    outgrow node 0. Filled element by element (parallel, here one thread:
+    a[j], b[j], c[j] together) every array spills at the same index, so each
+    holds the same share on node 1; filled array by array (serial-arrays)
+    a stays on node 0 and the spill lands on the arrays filled last."""
+    layout, _, _, results = booted
+    if "spill_serial_arrays" not in results:
+        pytest.skip(f"the spill cases run in the 2-node guest, not {layout.name}")
+    spill = {}
+    for name in ("spill_parallel", "spill_serial_arrays"):
+        r = assert_ran_as_asked(layout, results, name)
+        assert set(pages(r)) == {0, 1}, (name, r["page_nodes"])  # it spilled
+        spill[name] = {array: nodes.get("1", 0.0) for array, nodes in r["array_page_nodes"].items()}
+        print(f"  {name}: share of each array's pages on node 1: {spill[name]}")
+    parallel, arrays = spill["spill_parallel"], spill["spill_serial_arrays"]
+    assert set(parallel) == set(arrays) == {"a", "b", "c"}
+    # element-major: the same share of every array on node 1
+    assert max(parallel.values()) - min(parallel.values()) < 0.1, parallel
+    # array-major: a on node 0, c (filled last) mostly on node 1
+    assert arrays["a"] < 0.05 and arrays["c"] > 0.5 and arrays["a"] <= arrays["b"] <= arrays["c"], arrays
+    assert arrays["c"] - arrays["a"] > 0.5 > max(parallel.values()) - min(parallel.values())
 
 
 # ------------------------------------------------ thread placement with SMT

@@ -209,3 +209,41 @@ def test_captured_qemu_guest(tree):
     assert 150 * 2**20 < nodes(topo)[0]["memory_bytes"] <= 224 * 2**20
     assert all(100 * 2**20 < nodes(topo)[n]["memory_bytes"] <= 128 * 2**20 for n in (1, 2, 3))
     assert harness.remote_node({0}, topo) == 2 and harness.remote_node({1, 2}, topo) == 0
+
+
+# ------------------------- (e) every cache instance: STREAM's 4 x all LLCs
+
+
+def test_genoa_lists_twelve_l3s_and_auto_is_four_times_their_sum(tree):
+    """An EPYC 9654 socket: 12 L3s of 32 MiB. `llc_bytes` keeps one (older
+    readers); auto sizes each array at 4 x 384 MiB, not 4 x 32 MiB."""
+    topo = tree("epyc-genoa-12-l3")
+    l3 = [c for c in topo["cache_instances"] if c["level"] == 3]
+    assert len(l3) == 12 and {c["size_bytes"] for c in l3} == {32 * 2**20}
+    assert l3[1]["cpus"] == [*range(8, 16), *range(104, 112)]
+    assert sorted(cpu for c in l3 for cpu in c["cpus"]) == list(range(192))
+    assert len([c for c in topo["cache_instances"] if c["level"] == 2]) == 96
+    assert topo["llc_bytes"] == 32 * 2**20 and topo["llc_count"] == 12
+    assert topo["llc_total_bytes"] == topology.llc_total_bytes(topo) == 384 * 2**20
+    assert harness.auto_size(topo) == 4 * 384 * 2**20
+    # A team's usable LLC: the instances its CPUs share.
+    assert topology.llc_capacity(topo, [0, 1, 96]) == 32 * 2**20
+    assert topology.llc_capacity(topo, [0, 8, 200]) == 64 * 2**20
+    assert topology.llc_capacity(topo, range(192)) == 384 * 2**20
+
+
+def test_two_sockets_give_auto_four_times_both_l3s(tree):
+    topo = tree("two-socket-spr")
+    l3 = [c for c in topo["cache_instances"] if c["level"] == 3]
+    assert [c["cpus"] for c in l3] == [[*range(0, 56), *range(112, 168)], [*range(56, 112), *range(168, 224)]]
+    assert topo["llc_total_bytes"] == 210 * 2**20 and topo["llc_count"] == 2
+    assert harness.auto_size(topo) == 4 * 210 * 2**20
+    assert topology.llc_capacity(topo, range(56)) == 105 * 2**20
+
+
+def test_a_topology_from_before_instances_keeps_its_one_llc():
+    old = {"llc_bytes": 32 * 2**20, "caches": [{"level": 3, "type": "Unified", "size_bytes": 32 * 2**20, "shared_cpus": [0, 1]}],
+           "cpus": [{"cpu": 0}, {"cpu": 1}]}  # fmt: skip
+    assert topology.llc_total_bytes(old) == 32 * 2**20 and harness.auto_size(old) == 256 * 2**20
+    assert topology.llc_capacity(old, [1]) == 32 * 2**20
+    assert topology.llc_total_bytes({"llc_bytes": None}) == 0

@@ -251,6 +251,8 @@ def one_run(cell: grammar.Cell, machine: Machine, system: str, repeat: int, cloc
                 "gbps": gbps, "gbps_mean": gbps * 0.98, "gbps_wa": gbps * arrays_wa / arrays,
                 "seconds": [seconds] * (cell.ntimes - 1), "array_elements": size // 8, "arrays": 3,
                 "bytes_per_iter": arrays * size, "bytes_per_iter_wa": arrays_wa * size, "nontemporal": False,
+                # every STREAM op writes one array, read first (write-allocate)
+                "bytes_read_per_iter": (arrays_wa - 1) * size, "bytes_written_per_iter": size,
                 "prefetch_distance": None, "cpu_feature": None, "cpus": cpus, "cpus_start": start,
                 "cpus_bound": bound, "cpu_nodes": nodes, "page_nodes": shares, "pages_sampled": 768,
                 "hugepage_fraction": 0.0, "migrated": start != cpus, "t_start": t_start, "t_end": clock[0],

@@ -248,6 +248,10 @@ void mb_stream_init(mb_arrays_t *A, int parallel)
 #if ST_EXPLICIT
     mb_first_touch(A, ST_UNIT, parallel, st_fill);
 #else
+    if (parallel == MB_INIT_SERIAL_ARRAYS) { /* array by array: arrays.c */
+        mb_first_touch(A, 1, parallel, st_fill);
+        return;
+    }
     const size_t n = A->n;
 #pragma omp parallel for schedule(static) if (parallel)
     for (size_t j = 0; j < n; j++)

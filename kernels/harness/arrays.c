@@ -7,11 +7,25 @@
 #include <omp.h>
 #include <stdio.h>
 
+#include "cli.h"
 #include "types.h"
 
 void mb_first_touch(mb_arrays_t *A, size_t unit, int parallel,
                     void (*fill)(mb_arrays_t *A, size_t lo, size_t hi))
 {
+    if (parallel == MB_INIT_SERIAL_ARRAYS) {
+        /* Array-major: the calling thread touches every page of a, then of
+         * b, then of c, so the arrays spill to another node at different
+         * indices (ORNL); then it writes the values into placed pages. */
+        const size_t page = 4096, bytes = A->n * g_family->elem_size;
+        for (int k = 0; k < A->narrays; k++) {
+            volatile char *p = (volatile char *)A->v[k];
+            for (size_t off = 0; off < bytes; off += page)
+                p[off] = 0;
+        }
+        fill(A, 0, A->n);
+        return;
+    }
 #pragma omp parallel if (parallel)
     {
         size_t lo = 0, hi = A->n;

@@ -13,7 +13,8 @@
  * elements [lo, hi).  With parallel, each thread of the team fills its
  * mb_thread_range share (boundaries multiples of `unit`), the split of the
  * family's kernels, so each thread streams the pages it touched; else the
- * calling thread fills all. */
+ * calling thread fills all, element by element (a[j], b[j], c[j] together),
+ * or with MB_INIT_SERIAL_ARRAYS array by array (every page of a, then b...). */
 void mb_first_touch(mb_arrays_t *A, size_t unit, int parallel,
                     void (*fill)(mb_arrays_t *A, size_t lo, size_t hi));
 

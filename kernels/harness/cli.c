@@ -212,7 +212,8 @@ static void parse_init(const char *arg, options_t *o)
 {
     if (strcmp(arg, "parallel") == 0) o->init_parallel = 1;
     else if (strcmp(arg, "serial") == 0) o->init_parallel = 0;
-    else die_usage("--init", arg, "parallel, serial");
+    else if (strcmp(arg, "serial-arrays") == 0) o->init_parallel = MB_INIT_SERIAL_ARRAYS;
+    else die_usage("--init", arg, "parallel, serial, serial-arrays");
     o->init_str = arg;
 }
 
@@ -281,7 +282,7 @@ static void derive_size(const char *size_arg, options_t *o)
 {
     unsigned long long bytes;
     if (strcmp(size_arg, "auto") == 0) {
-        size_t llc4 = 4 * mb_largest_cache_bytes();
+        size_t llc4 = 4 * mb_llc_total_bytes();
         bytes = llc4 > ((size_t)256 << 20) ? llc4 : ((size_t)256 << 20);
     } else if (parse_size(size_arg, &bytes) != 0 || bytes < g_family->elem_size ||
                bytes > ((unsigned long long)1 << 50)) {

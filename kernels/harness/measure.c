@@ -213,6 +213,9 @@ static void validate_and_observe(const options_t *o, run_t *r, mb_mapping_t *map
         set_reason(r, MB_FAILED, "%s", r->val.reason);
     r->pages_sampled = mb_sample_page_nodes(maps, g_family->narrays, MB_PAGE_SAMPLE,
                                             r->node_counts);
+    for (int k = 0; k < g_family->narrays && k < MB_MAX_ARRAYS; k++)
+        r->array_pages_sampled[k] = mb_sample_page_nodes(&maps[k], 1, MB_PAGE_SAMPLE,
+                                                         r->array_node_counts[k]);
     r->hugepage_fraction = mb_hugepage_fraction(maps, g_family->narrays);
 }
 

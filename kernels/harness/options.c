@@ -33,11 +33,12 @@ const mb_opt_t mb_harness_options[MB_O_COUNT] = {
                      "NUMA memory policy; LIST: nodes like 0-1,3"},
     [MB_O_PAGES] = {"pages", "P", "choice", "4k", 1, 0, "4k,thp,hugetlb-2m,hugetlb-1g",
                     "page size of the arrays"},
-    [MB_O_INIT] = {"init", "I", "choice", "parallel", 1, 0, "parallel,serial",
-                   "first touch by the team (parallel) or the calling thread"},
+    [MB_O_INIT] = {"init", "I", "choice", "parallel", 1, 0, "parallel,serial,serial-arrays",
+                   "first touch by the team (parallel), the calling thread element by element (serial) "
+                   "or array by array (serial-arrays)"},
     [MB_O_SIZE] = {"size", "BYTES", "bytes", "auto", 1, 1LL << 50, "auto",
-                   "bytes per array (at least one element), or auto = max(4 x largest "
-                   "cache, 256 MiB)"},
+                   "bytes per array (at least one element), or auto = max(4 x the sum "
+                   "of all last-level caches, 256 MiB)"},
     [MB_O_NTIMES] = {"ntimes", "K", "int", "10", 2, 100000000, NULL,
                      "iterations per op, the first dropped"},
     [MB_O_REPEAT] = {"repeat", "R", "int", "0", 1, 0, NULL, "integer, recorded only"},

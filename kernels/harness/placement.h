@@ -112,8 +112,9 @@ long mb_sample_page_nodes(const mb_mapping_t *m, int nmaps, int per_array,
 double mb_hugepage_fraction(const mb_mapping_t *m, int nmaps);
 
 /* ---- caches (cpus.c) ---- */
-/* Largest cache size in bytes reported for cpu0 in sysfs (0 if unknown). */
-size_t mb_largest_cache_bytes(void);
+/* The sum of every last-level cache instance in sysfs, over all CPUs
+ * (0 if unknown): STREAM's rule sizes arrays at 4 x this. */
+size_t mb_llc_total_bytes(void);
 /* Cache line bytes (sysfs coherency_line_size of cpu0; 64 when unreadable
  * or not a power of two from a pointer to a page). */
 size_t mb_line_bytes(void);

@@ -126,6 +126,31 @@ static void kv_pages(jbuf_t *b, const long *counts, long sampled, double huge)
     kv_double(b, "hugepage_fraction", huge >= 0 ? huge : NAN);
 }
 
+/* array_page_nodes: per array (by its name), the share of its sampled
+ * pages on each node; null where a process sampled nothing. */
+static void kv_array_pages(jbuf_t *b, const run_t *r)
+{
+    if (!r) {
+        kv_null(b, "array_page_nodes");
+        return;
+    }
+    jb_key(b, "array_page_nodes");
+    jb_raw(b, "{");
+    for (int k = 0; k < g_family->narrays && k < MB_MAX_ARRAYS; k++) {
+        jb_raw(b, "%s\"%s\":{", k ? "," : "", g_family->array_names[k]);
+        int first = 1;
+        long sampled = r->array_pages_sampled[k];
+        for (int n = 0; n < MB_MAX_NODES && sampled > 0; n++)
+            if (r->array_node_counts[k][n]) {
+                jb_raw(b, "%s\"%d\":", first ? "" : ",", n);
+                jb_double(b, (double)r->array_node_counts[k][n] / (double)sampled);
+                first = 0;
+            }
+        jb_raw(b, "}");
+    }
+    jb_raw(b, "}");
+}
+
 /* When, the timer (null unless timed), the best time in timer ticks
  * (null when tmin < 0), and the provenance. */
 static void kv_tail(jbuf_t *b, const run_t *r, double t_end, int timed, double tmin)
@@ -179,6 +204,10 @@ void emit_record(const options_t *o, const run_t *r, int i)
     kv_double(&b, "gbps_wa", report_bw ? (double)bytes_wa / tmin / 1e9 : NAN);
     kv_int(&b, "bytes_per_iter", bytes);
     kv_int(&b, "bytes_per_iter_wa", bytes_wa);
+    /* what Little's law counts: reads + write-allocate reads (write-backs
+     * are posted), and the write-backs beside them */
+    kv_int(&b, "bytes_read_per_iter", mb_kernel_read_bytes(k, g_family->elem_size, o->elements));
+    kv_int(&b, "bytes_written_per_iter", mb_kernel_write_bytes(k, g_family->elem_size, o->elements));
     kv_bool(&b, "nontemporal", k->nontemporal);
     /* the distance the kernel used; null when it has no software prefetch */
     if (MB_SWPF)
@@ -197,6 +226,7 @@ void emit_record(const options_t *o, const run_t *r, int i)
     if (placed) {
         kv_team(&b, r, r->cpus_end, r->threads);
         kv_pages(&b, r->node_counts, r->pages_sampled, r->hugepage_fraction);
+        kv_array_pages(&b, r);
     } else {
         kv_ints(&b, "cpus", NULL, 0);
         kv_ints(&b, "cpus_start", NULL, 0);
@@ -204,6 +234,7 @@ void emit_record(const options_t *o, const run_t *r, int i)
         kv_null(&b, "migrated");
         kv_null(&b, "cpus_bound");
         kv_pages(&b, NULL, -1, -1.0);
+        kv_array_pages(&b, NULL);
     }
     kv_tail(&b, r, r->t_end, placed, report_bw ? tmin : -1.0);
     jb_raw(&b, "}\n");

@@ -26,6 +26,9 @@ typedef struct run {
     int validated;
     long node_counts[MB_MAX_NODES];
     long pages_sampled;          /* -1 = not sampled */
+    /* the same sample per array (a, b, c...): where each array spilled */
+    long array_node_counts[MB_MAX_ARRAYS][MB_MAX_NODES];
+    long array_pages_sampled[MB_MAX_ARRAYS];
     double hugepage_fraction;    /* <0 = unknown */
     double t_start, t_end;
     long long res_ns, gran_ns;

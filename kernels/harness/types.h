@@ -13,6 +13,9 @@
 #include <stddef.h>
 
 #define MB_MAX_ARRAYS 8
+/* --init serial-arrays: the `parallel` argument of a family's init and of
+ * mb_first_touch (1 parallel, 0 serial element-major) */
+#define MB_INIT_SERIAL_ARRAYS 2
 
 /* isfinite() that survives -ffast-math variants (checks the exponent bits) */
 static inline int mb_isfinite(double x)
@@ -77,6 +80,20 @@ static inline long long mb_kernel_bytes(const mb_kernel_t *k, size_t elem_size, 
     if (write_allocate && !k->nontemporal && !k->rmw)
         bytes += (long long)k->writes * per_array;
     return bytes;
+}
+
+/* The read traffic of the same n elements: the kernel's reads plus one
+ * write-allocate read per written array (none for non-temporal stores or
+ * read-modify-write); and its write traffic (the write-backs). Their sum is
+ * mb_kernel_bytes(.., 1). */
+static inline long long mb_kernel_write_bytes(const mb_kernel_t *k, size_t elem_size, size_t n)
+{
+    return (long long)k->writes * (long long)elem_size * (long long)n;
+}
+
+static inline long long mb_kernel_read_bytes(const mb_kernel_t *k, size_t elem_size, size_t n)
+{
+    return mb_kernel_bytes(k, elem_size, n, 1) - mb_kernel_write_bytes(k, elem_size, n);
 }
 
 /* Per-family hooks and metadata. */

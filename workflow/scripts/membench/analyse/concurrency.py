@@ -163,16 +163,19 @@ def _match(latencies: pd.DataFrame, system: str, placement: str, pages: str) -> 
 def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd.DataFrame:
     """One row per bandwidth cell (and op): GB/s x ns = bytes in flight,
     / line size = cache lines, / threads = lines per thread. The bandwidth
-    is the memory traffic, write-allocate reads included (a store miss is a
-    line in flight too); for NT stores and read-only kernels it equals the
-    STREAM count."""
+    is the read traffic: the kernel's reads plus its write-allocate reads
+    (a store miss waits for its line like a load); the write-backs are
+    posted and wait no latency, so they are shown beside it
+    (write_traffic_gbps), not counted. Write-allocate is a model (the
+    kernel table's: none for NT stores or read-modify-write; some CPUs also
+    skip it for full-line writes)."""
     latencies = idle_latencies(cells)
     loaded = loaded_latencies(cells)
     bandwidth = cells[cells["kernel"].isin(families.named(lambda f: f.bandwidth)) & (cells["n_ok"] > 0)]
     rows = []
     for row in bandwidth.itertuples():
         placement = placement_key(row.policy_requested, row.affinity)
-        traffic = row.gbps_wa_mean if not math.isnan(row.gbps_wa_mean) else row.gbps_mean
+        traffic = getattr(row, "gbps_read_mean", math.nan)
         latency = _match(latencies, row.system, placement, row.pages)
         out = {
             "system": row.system,
@@ -186,14 +189,21 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd
             "pages": row.pages,
             "gbps": row.gbps_mean,
             "traffic_gbps": traffic,
+            "write_traffic_gbps": getattr(row, "gbps_write_mean", math.nan),
+            "cache": getattr(row, "cache", None),
         }
-        if latency is None:
+        if latency is None or math.isnan(traffic):
             out.update(
                 latency_ns=math.nan,
                 bytes_in_flight=math.nan,
                 lines_in_flight=math.nan,
                 lines_per_thread=math.nan,
-                latency_source=f"no idle latency measured on {row.system} with {placement} placement",
+                latency_source=(
+                    f"no idle latency measured on {row.system} with {placement} placement"
+                    if latency is None
+                    else "read traffic not recorded (records from before bytes_read_per_iter with no "
+                    "write-allocate to tell reads from writes): measure the cell again"
+                ),
             )
         else:
             in_flight = traffic * latency["ns"]  # 1e9 B/s x 1e-9 s = bytes
@@ -207,7 +217,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd
                 latency_cell=latency["source"],
             )
         under_load = _match(loaded, row.system, placement, row.pages)
-        if under_load is None:
+        if under_load is None or math.isnan(traffic):
             out.update(loaded_latency_ns=math.nan, lines_in_flight_loaded=math.nan, loaded_latency_source="no loaded latency measured")
         else:
             out.update(

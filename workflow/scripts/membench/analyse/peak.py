@@ -24,6 +24,7 @@ import math
 
 import pandas as pd
 
+from membench.analyse.caches import past_caches
 from membench.analyse.concurrency import placement_class
 from membench.plan import families
 
@@ -101,7 +102,8 @@ def cell_shares(cells: pd.DataFrame, peaks: dict[str, dict]) -> pd.DataFrame:
     the peak is), traffic_gbps (mean), peak_share (mean traffic / peak)
     and peak_share_best (the fastest run / peak)."""
     chases = families.named(lambda f: f.metric in (families.LATENCY, families.LOADED))
-    bandwidth = cells[~cells["kernel"].isin(chases) & (cells["n_ok"] > 0)]
+    # in-cache cells are held against no memory peak (membench.analyse.caches)
+    bandwidth = past_caches(cells[~cells["kernel"].isin(chases) & (cells["n_ok"] > 0)])
     rows = []
     for index, row in bandwidth.iterrows():
         peak = peaks.get(row["system"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from membench.analyse.caches import cell_cache_columns
 from membench.analyse.peak import nodes_holding_pages
 from membench.store.placement_classes import placement_summary, placement_words
 
@@ -68,6 +69,29 @@ def distribution(values: pd.Series, prefix: str) -> dict:
     }
 
 
+def traffic_split(ok: pd.DataFrame) -> dict[str, pd.Series]:
+    """The memory traffic of each ok record split into reads (the kernel
+    table's reads plus write-allocate reads: what Little's law counts) and
+    writes (write-backs, posted), in GB/s at the best iteration, from the
+    bytes the harness recorded (bytes_read_per_iter, bytes_written_per_iter:
+    the kernel table's counts, never restated here). Records from before
+    those keys: where write-allocate applies (more bytes with it than
+    without), reads + write-allocate reads are the STREAM count; where it
+    does not (non-temporal stores, read-modify-write, read-only) the split
+    is not recorded and stays unknown."""
+    if "gbps_wa" not in ok or "bytes_per_iter_wa" not in ok:
+        return {}
+    total = ok["bytes_per_iter_wa"].astype(float)
+    reads = ok["bytes_read_per_iter"].astype(float) if "bytes_read_per_iter" in ok else pd.Series(float("nan"), index=ok.index)
+    writes = ok["bytes_written_per_iter"].astype(float) if "bytes_written_per_iter" in ok else pd.Series(float("nan"), index=ok.index)
+    stream = ok["bytes_per_iter"].astype(float)
+    older = reads.isna() & (total > stream)
+    reads = reads.where(~older, stream)
+    writes = writes.where(~older, total - stream)
+    gbps = ok["gbps_wa"].astype(float)
+    return {"gbps_read": gbps * reads / total, "gbps_write": gbps * writes / total}
+
+
 def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (cell, op[, working set]), in the order the records come
     (config order, then the kernel's op order): repetitions by status, and
@@ -92,12 +116,16 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
         for metric, prefix in (("gbps", "gbps"), ("gbps_wa", "gbps_wa"), ("ns_per_load", "ns"), ("core_ghz", "core_ghz")):
             if metric in ok and ok[metric].notna().any():
                 row.update(distribution(ok[metric].dropna(), prefix))
+        for prefix, values in traffic_split(ok).items():
+            if values.notna().any():
+                row.update(distribution(values.dropna(), prefix))
         row.update(
             hugepage_fraction_mean=ok["hugepage_fraction"].astype(float).mean(),
             placement_classes=placement_summary(ok) or "not classified (no topology.json)",
             placement_words=placement_words(ok) or "not classified (no topology.json)",
             migrated_runs=int(ok["migrated"].fillna(False).astype(bool).sum()) if "migrated" in ok else 0,
         )
+        row.update(cell_cache_columns(row.get("kernel"), ok))
         if "node_name" in ok:
             row["nodes_obtained"] = _pattern_counts(ok["node_name"])
         if "page_nodes" in ok:

@@ -26,6 +26,7 @@ from membench.core.atomic_files import write_text_atomic
 from membench.figures import bandwidth, c2c, distribution, latency, node_heatmap
 from membench.figures.peak_lines import figure_systems, peak_lines
 from membench.figures.style import THEME, empty, plt
+from membench.analyse.caches import mark_in_cache
 from membench.store.collect import read_measurements
 
 # The measurement columns the figures read (a study's table has many more).
@@ -52,12 +53,21 @@ class Inputs:
     c2c_pairs_csv: str | None = None
 
     def cells(self) -> pd.DataFrame:
+        """The experiment's cells, an in-cache cell's size marked (its
+        legend entry and labels say so)."""
         cells = pd.read_csv(self.cells_csv)
-        return cells[cells["experiment"] == self.experiment]
+        return mark_in_cache(cells[cells["experiment"] == self.experiment])
 
     def runs(self) -> pd.DataFrame:
         table = read_measurements(self.measurements, FIGURE_COLUMNS)
-        return table[table["experiment"] == self.experiment]
+        table = table[table["experiment"] == self.experiment]
+        marked = self.cells()[["system", "cell", "size_requested"]].drop_duplicates(["system", "cell"])
+        if table.empty or marked.empty:
+            return table
+        sizes = dict(zip(zip(marked["system"], marked["cell"]), marked["size_requested"]))
+        table = table.copy()
+        table["size_requested"] = [sizes.get(key, size) for key, size in zip(zip(table["system"], table["cell"]), table["size_requested"])]
+        return table
 
     def peaks(self) -> list[tuple[float, str]]:
         return peak_lines(self.cells(), figure_systems(self.topology, self.environment), self.peak_settings)

@@ -27,7 +27,7 @@ from membench.core import paths
 from membench.core.atomic_files import write_jsonl_atomic
 from membench.core.store_errors import store_error
 from membench.measure.stopping import Stopped, run_child
-from membench.probe.topology import parse_cpulist
+from membench.probe.topology import llc_total_bytes, parse_cpulist
 
 AUTO_SIZE_FLOOR = 256 * 2**20
 C2C_AUTO_POOL = 4 * 2**20
@@ -42,9 +42,10 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def auto_size(topology: dict) -> int:
-    """STREAM's rule: each array at least 4 x the last-level cache."""
-    llc = topology.get("llc_bytes") or 0
-    return max(4 * llc, AUTO_SIZE_FLOOR)
+    """STREAM's rule: each array at least 4 x the sum of every last-level
+    cache instance (12 L3s on an EPYC Genoa socket, one per socket on a
+    Xeon), and at least 256 MiB."""
+    return max(4 * llc_total_bytes(topology), AUTO_SIZE_FLOOR)
 
 
 def _thread_nodes(affinity: str, threads: int, allowed: list[int], topology: dict) -> set[int]:

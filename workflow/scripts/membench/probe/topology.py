@@ -152,6 +152,65 @@ def read_caches(root: Path, cpu: int = 0) -> list[dict]:
     return caches
 
 
+def read_cache_instances(root: Path, cpus: list[int]) -> list[dict]:
+    """Every cache instance of the machine, over all CPUs: level, type,
+    size, line and the CPUs that share it (an EPYC Genoa socket lists 12
+    L3s, a 2-socket Xeon two). One instance per (level, type, sysfs id),
+    or per (level, type, shared CPUs) where sysfs has no id file."""
+    base = root / "sys/devices/system/cpu"
+    instances: dict[tuple, dict] = {}
+    for cpu in cpus:
+        for index in sorted((base / f"cpu{cpu}/cache").glob("index[0-9]*")):
+            size = _read(index / "size")
+            if size is None:
+                continue
+            level, kind = int(_read(index / "level", "0")), _read(index / "type", "Unknown")
+            shared = parse_cpulist(_read(index / "shared_cpu_list", str(cpu))) or [cpu]
+            cache_id = _read(index / "id")
+            key = (level, kind, int(cache_id) if cache_id is not None else None, None if cache_id is not None else tuple(shared))
+            if key in instances:
+                continue
+            instances[key] = {
+                "level": level,
+                "type": kind,
+                "id": int(cache_id) if cache_id is not None else min(shared),
+                "size_bytes": parse_size_text(size),
+                "line_bytes": int(_read(index / "coherency_line_size", "64")),
+                "cpus": shared,
+            }
+    return sorted(instances.values(), key=lambda c: (c["level"], c["type"], min(c["cpus"]), c["id"]))
+
+
+def llc_instances(topology: dict) -> list[dict]:
+    """The last-level cache instances (the highest level of data or unified
+    cache). A topology.json from before instances were recorded gives its
+    one `llc_bytes` cache, shared by the CPUs cpu0's view lists."""
+    data = [c for c in topology.get("cache_instances") or [] if c["type"] in ("Data", "Unified")]
+    if data:
+        top = max(c["level"] for c in data)
+        return [c for c in data if c["level"] == top]
+    if not topology.get("llc_bytes"):
+        return []
+    seen = [c for c in topology.get("caches", []) if c.get("size_bytes") == topology["llc_bytes"]]
+    cpus = seen[0]["shared_cpus"] if seen else [c["cpu"] for c in topology.get("cpus", [])]
+    return [{"level": seen[0]["level"] if seen else None, "type": "Unified", "size_bytes": topology["llc_bytes"], "cpus": cpus}]
+
+
+def llc_total_bytes(topology: dict) -> int:
+    """The sum of every last-level cache instance (STREAM's rule sizes
+    arrays against it); 0 when the topology names no cache."""
+    return sum(c["size_bytes"] for c in llc_instances(topology))
+
+
+def llc_capacity(topology: dict, cpus) -> int:
+    """The LLC capacity a team on `cpus` can use: the instances any of its
+    CPUs shares. Unknown CPUs (none recorded): every instance."""
+    cpus = set(cpus or [])
+    instances = llc_instances(topology)
+    used = [c for c in instances if cpus & set(c["cpus"])] if cpus else instances
+    return sum(c["size_bytes"] for c in (used or instances))
+
+
 def read_cpu_model(root: Path) -> tuple[str, list[str]]:
     cpuinfo = _read(root / "proc/cpuinfo", "")
     model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
@@ -165,6 +224,8 @@ def read_topology(root: Path = Path("/")) -> dict:
     data_caches = [c for c in caches if c["type"] in ("Data", "Unified")]
     llc = max(data_caches, key=lambda c: (c["level"], c["size_bytes"]), default=None)
     model, flags = read_cpu_model(root)
+    instances = read_cache_instances(root, [c["cpu"] for c in cpus])
+    llc_all = llc_instances({"cache_instances": instances, "caches": caches, "llc_bytes": llc["size_bytes"] if llc else None, "cpus": cpus})
     return {
         "cpu_model": model,
         "cpu_flags": sorted(f for f in flags if f.startswith(("avx", "sse", "fma", "amx"))),
@@ -172,8 +233,13 @@ def read_topology(root: Path = Path("/")) -> dict:
         "cores": len({(c["package"], c["core"]) for c in cpus}),
         "packages": len({c["package"] for c in cpus}),
         "nodes": read_nodes(root),
+        # cpu0's view (older readers); cache_instances has every instance
         "caches": caches,
+        "cache_instances": instances,
+        # one LLC instance, as before; llc_total_bytes sums them all
         "llc_bytes": llc["size_bytes"] if llc else None,
+        "llc_count": len(llc_all),
+        "llc_total_bytes": sum(c["size_bytes"] for c in llc_all),
         "line_bytes": data_caches[0]["line_bytes"] if data_caches else 64,
     }
 

@@ -12,6 +12,7 @@ import math
 
 import pandas as pd
 
+from membench.analyse.caches import past_caches
 from membench.plan import families
 
 # Families whose records are bandwidths (not latencies or transfers).
@@ -66,7 +67,8 @@ def bandwidth_cells(cells: pd.DataFrame) -> pd.DataFrame:
     if "gbps_median" not in cells:
         return cells.iloc[0:0]
     ok = cells[(cells["n_ok"] > 0) & cells["gbps_median"].notna() & cells["kernel"].isin(BANDWIDTH)]
-    return ok
+    # a cell whose arrays fit the LLC its threads can use measures a cache
+    return past_caches(ok)
 
 
 def peak_per_family(cells: pd.DataFrame) -> list[dict]:
@@ -153,6 +155,7 @@ def concurrency_at_peak(ec: pd.DataFrame, peak: dict | None) -> dict | None:
         "lines_per_thread": float(row["lines_per_thread"]),
         "latency_ns": float(row["latency_ns"]),
         "traffic_gbps": float(row["traffic_gbps"]),
+        "write_gbps": float(row["write_traffic_gbps"]) if _known(row.get("write_traffic_gbps")) else None,
         "link": "#concurrency",
     }
 

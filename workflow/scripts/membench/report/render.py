@@ -22,9 +22,11 @@ from membench.plan import node_pairs
 from membench.analyse.node_matrix import experiment_matrices, table_context
 from membench.core import paths
 from membench.core.atomic_files import write_text_atomic
+from membench.analyse.caches import IN_CACHE, MARK, mark_in_cache, note as cache_note, past_caches
 from membench.analyse.concurrency import effective_concurrency, idle_latencies
 from membench.analyse.c2c_summary import hierarchy_rows, report_table
 from membench.analyse.injection import loaded_little_table
+from membench.probe.topology import llc_total_bytes
 from membench.report.headline import system_headlines
 from membench.analyse.hierarchy import hierarchy, measured_clocks
 from membench.analyse.peak import best_shares, cell_shares, concurrency_needed, system_peaks
@@ -70,16 +72,24 @@ def make_environment(template_dir: Path) -> jinja2.Environment:
 
 
 def cache_warnings(cells: pd.DataFrame, systems: dict) -> list[str]:
-    """STREAM's rule: arrays under 4 x LLC measure caches, not memory."""
+    """STREAM's rule, per bandwidth cell: its footprint (arrays x size)
+    against the LLC capacity its threads could use (the instances their
+    CPUs share; membench.analyse.caches). In cache: it measured a cache;
+    under 4 x that capacity: caches still inflate it."""
     warnings = []
     bandwidth = cells[cells["kernel"].isin(families.named(lambda f: f.bandwidth))]  # latency kernels go small on purpose
     for row in bandwidth.drop_duplicates(["system", "cell"]).itertuples():
-        llc = systems.get(row.system, {}).get("topology", {}).get("llc_bytes")
-        if llc and row.size_bytes < 4 * llc:
-            warnings.append(
-                f"{row.system} {row.cell}: {size_text(row.size_bytes)} per array is below "
-                f"4 × LLC ({size_text(4 * llc)}); caches inflate these numbers."
-            )
+        footprint, usable = getattr(row, "footprint_bytes", math.nan), getattr(row, "llc_usable_bytes", math.nan)
+        if pd.isna(footprint) or pd.isna(usable):
+            # records collected before llc_usable_bytes: the system's LLCs, all of them
+            usable = llc_total_bytes(systems.get(row.system, {}).get("topology", {})) or math.nan
+            footprint = row.size_bytes * getattr(row, "arrays", math.nan) if hasattr(row, "arrays") else row.size_bytes
+        if pd.isna(usable) or pd.isna(footprint) or footprint >= 4 * usable:
+            continue
+        what = (f"fits the {size_text(usable)} of last-level cache its threads can use: it measured a cache, "
+                f"marked {MARK} {IN_CACHE}" if getattr(row, "cache", None) == IN_CACHE or footprint <= usable
+                else f"is below 4 × the {size_text(usable)} of last-level cache its threads can use; caches inflate these numbers")  # fmt: skip
+        warnings.append(f"{row.system} {row.cell}: {size_text(footprint)} of arrays ({size_text(row.size_bytes)} per array) {what}.")
     return warnings
 
 
@@ -105,7 +115,7 @@ def little_example(ec: pd.DataFrame) -> dict | None:
     measured, else the first cell that has a matching latency."""
     if ec.empty:
         return None
-    known = ec[ec["latency_ns"].notna()]
+    known = past_caches(ec[ec["latency_ns"].notna()])
     if known.empty:
         return None
     triad = known[(known["op"] == "triad") & (known["threads"] == 1)]
@@ -193,8 +203,9 @@ def build_context(
     shares = cell_shares(cells, peaks)
     ec = concurrency_needed(effective_concurrency(cells, line_bytes), shares, line_bytes)
     experiments = []
+    shown = mark_in_cache(cells)  # every table names an in-cache cell's size with its mark
     for name, spec in config["experiments"].items():
-        part = cells[cells["experiment"] == name]
+        part = shown[shown["experiment"] == name]
         part_ec = ec[ec["experiment"] == name] if not ec.empty else ec
         tables = tables_for(spec["kernel"], part, part_ec, shares[shares["experiment"] == name])
         if families.family(spec["kernel"]).metric == families.LOADED and (little := loaded_little_table(part, line_bytes)):
@@ -231,6 +242,8 @@ def build_context(
         "experiments": experiments,
         "problems": _records(problems),
         "warnings": cache_warnings(cells, systems),
+        # said once, on the first screen: in-cache cells feed no headline
+        "cache_note": cache_note(cells),
         "little": little_example(ec),
         # per system: the peak, its source and derivation, or why unknown;
         # the best share per system and kernel family (for summaries too)

@@ -9,6 +9,7 @@ import math
 
 import pandas as pd
 
+from membench.analyse.caches import marked
 from membench.analyse.injection import injection_table
 from membench.plan.grammar import size_text
 from membench.report.peak_tables import RULE, peak_table, percent, share_of
@@ -150,8 +151,10 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
     read-only versions McCalpin's layout: versions x systems, in cache
     lines; otherwise one row per cell and op with both latencies."""
     note = (
-        "Little's law: bytes in flight = memory traffic (GB/s with write-allocate reads; equal to the STREAM "
-        "count for read-only, read-modify-write and NT-store kernels) × ns; cache lines = bytes / line size. "
+        "Little's law: bytes in flight = read traffic (GB/s of the kernel table's reads plus write-allocate "
+        "reads; the write-backs, shown beside it, are posted and wait no latency) × ns; cache lines = bytes / line "
+        "size. Write-allocate is a model: one read per line written with ordinary stores, none for non-temporal "
+        "stores or read-modify-write; some CPUs skip it for full-line writes. "
         "Idle latency: the random chase at its largest working set, same system and placement; "
         "loaded latency: the chase under the heaviest load measured. The source of each latency is named."
     )
@@ -183,8 +186,8 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
     mark = {source: f"[{i}]" for i, source in enumerate(sources, start=1)}
     rows = [
         [
-            r.system, r.op, str(r.threads), r.affinity, r.pages, r.placement, number(r.gbps, 2),
-            number(r.traffic_gbps, 2), number(r.latency_ns, 1),
+            r.system, marked(r.op, r), str(r.threads), r.affinity, r.pages, r.placement, number(r.gbps, 2),
+            number(r.traffic_gbps, 2), number(getattr(r, "write_traffic_gbps", math.nan), 2), number(r.latency_ns, 1),
             number(r.bytes_in_flight, 0), number(r.lines_in_flight, 1), number(r.lines_per_thread, 1),
             number(r.loaded_latency_ns, 1), number(r.lines_in_flight_loaded, 1), mark[r.latency_source],
             *([number(r.lines_for_peak, 1), percent(r.lines_share)] if with_peak else []),
@@ -195,7 +198,7 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
         "title": "Effective concurrency (Little's law)",
         "note": note,
         "columns": [
-            "system", "op", "threads", "affinity", "pages", "placement", "GB/s", "traffic GB/s", "idle ns", "bytes in flight", "lines",
+            "system", "op", "threads", "affinity", "pages", "placement", "GB/s", "read GB/s", "write GB/s", "idle ns", "bytes in flight", "lines",
             "lines / thread", "loaded ns", "lines (loaded)", "idle latency",
             *(["lines for peak", "% of it"] if with_peak else []),
         ],  # fmt: skip

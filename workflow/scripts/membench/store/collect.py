@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from membench.probe.topology import llc_capacity
 from membench.store.placement_classes import Machine, classify
 from membench.core.atomic_files import write_text_atomic
 from membench.store.stored import (
@@ -114,14 +115,22 @@ def missing_runs_message(missing: dict[str, list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _rows(records, machines: dict[str, Machine]):
+def _rows(records, machines: dict[str, Machine], topologies: dict[str, dict] | None = None):
     """Table rows with the placement classes of ok records whose system's
     topology is known; the records of one process (one per op) share their
-    placement, which is classified once."""
+    placement, which is classified once. With the topology also the LLC
+    capacity the run's CPUs could use (llc_usable_bytes: the last-level
+    cache instances they share; membench.analyse.caches judges from it)."""
     last_key, last_classes, texts = None, None, {}
+    last_cpus, last_llc = None, None
     for record in records:
         row = _row(record, texts)
         machine = machines.get(record.get("system"))
+        topology = (topologies or {}).get(record.get("system"))
+        if topology is not None and record.get("status") == "ok" and record.get("cpus"):
+            if record["cpus"] != last_cpus:
+                last_cpus, last_llc = record["cpus"], llc_capacity(topology, record["cpus"]) or None
+            row["llc_usable_bytes"] = last_llc
         if machine is not None and record.get("status") == "ok":
             key = (record.get("system"), record["cpus"], record.get("cpus_start"), record.get("page_nodes"),
                    record.get("hugepage_fraction"), record.get("migrated"))  # fmt: skip
@@ -138,7 +147,7 @@ def records_table(records, topologies: dict[str, dict] | None = None) -> pd.Data
     system's topology is known."""
     machines = {system: Machine(topology) for system, topology in (topologies or {}).items()}
     frames, chunk = [], []
-    for row in _rows(records, machines):
+    for row in _rows(records, machines, topologies):
         chunk.append(row)
         if len(chunk) == CHUNK:
             frames.append(pd.DataFrame(chunk))

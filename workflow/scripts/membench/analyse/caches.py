@@ -1,0 +1,89 @@
+"""In cache or past the caches: a bandwidth cell whose arrays fit the
+last-level cache its threads can use measures that cache, not memory.
+
+Judged per cell from its footprint (the family's arrays x bytes per array,
+as the harness recorded them) and the LLC capacity its runs' CPUs share
+(llc_usable_bytes, from topology.json's cache instances when the runs were
+collected). Such a cell is marked wherever it is shown and feeds no
+headline: not the first screen, not the % of peak, not the effective
+concurrency at the peak (DESIGN section 5).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from membench.plan import families
+
+IN_CACHE = "in cache"
+PAST_CACHES = "past the caches"
+# The mark an in-cache cell carries in tables and figures.
+MARK = "◇"
+
+
+def cache_fit(footprint: float, usable: float) -> str | None:
+    """"in cache" when the footprint fits the usable LLC, else "past the
+    caches"; None when either is unknown."""
+    if footprint is None or usable is None or math.isnan(footprint) or math.isnan(usable) or usable <= 0:
+        return None
+    return IN_CACHE if footprint <= usable else PAST_CACHES
+
+
+def cell_cache_columns(kernel: str, ok: pd.DataFrame) -> dict:
+    """The cell table's footprint_bytes, llc_usable_bytes (the most any of
+    its ok runs could use: a run that could hold the arrays makes the cell
+    in cache) and cache columns."""
+    # latency and transfer families go small on purpose
+    if not families.family(kernel).bandwidth or "arrays" not in ok or "size_bytes" not in ok:
+        return {}
+    footprint = float((ok["arrays"].astype(float) * ok["size_bytes"].astype(float)).max())
+    usable = float(ok["llc_usable_bytes"].astype(float).max()) if "llc_usable_bytes" in ok else math.nan
+    return {"footprint_bytes": footprint, "llc_usable_bytes": usable, "cache": cache_fit(footprint, usable)}
+
+
+def in_cache(cells: pd.DataFrame) -> pd.Series:
+    """True for the rows judged in cache (False where not judged)."""
+    if "cache" not in cells:
+        return pd.Series(False, index=cells.index)
+    return cells["cache"] == IN_CACHE
+
+
+def past_caches(cells: pd.DataFrame) -> pd.DataFrame:
+    """The rows that may feed a headline."""
+    return cells[~in_cache(cells)]
+
+
+def marked(text: str, row) -> str:
+    """A label with the in-cache mark when its row is in cache."""
+    value = row.get("cache") if hasattr(row, "get") else getattr(row, "cache", None)
+    return f"{text} {MARK} {IN_CACHE}" if value == IN_CACHE else text
+
+
+def mark_in_cache(cells: pd.DataFrame) -> pd.DataFrame:
+    """The cells with the mark in their requested size ("8MiB ◇ in cache"),
+    the axis every table and figure names a size by: an in-cache cell then
+    carries its mark wherever it is shown."""
+    inside = in_cache(cells)
+    if not inside.any():
+        return cells
+    cells = cells.copy()
+    cells["size_requested"] = cells["size_requested"].astype(object)
+    cells.loc[inside, "size_requested"] = [f"{size} {MARK} {IN_CACHE}" for size in cells.loc[inside, "size_requested"]]
+    return cells
+
+
+def note(cells: pd.DataFrame) -> str | None:
+    """What the report says once: how many cells ran in cache and that
+    they are left out of every headline."""
+    inside = cells[in_cache(cells)].drop_duplicates(["system", "cell"]) if "cell" in cells else cells[in_cache(cells)]
+    if inside.empty:
+        return None
+    n = len(inside)
+    return (
+        f"{n} cell{'s' if n != 1 else ''} fit{'s' if n == 1 else ''} in the last-level cache {'its' if n == 1 else 'their'} threads "
+        f"can use (the arrays' footprint, arrays × size, is at most the LLC instances the threads' CPUs share): marked "
+        f"{MARK} {IN_CACHE} in every table and figure, and left out of the first screen, the % of peak and the "
+        "effective concurrency at the peak, which are about memory."
+    )
