@@ -13,15 +13,17 @@
  * allowed CPU) and first-touches its own memory.
  *
  * Sequence: the load threads start; when all of them run, the chaser
- * calibrates its chunk (>= --chunk-ms under load, also the warm-up) and
+ * calibrates its chunk (>= --chunk-ms under load, also the warm-up), then
  * walks the cycle in fixed stretches as chase.c (chase_walk.c), 3 walks
  * (or ntimes - 1 chunks) and none added: chunks under load vary with the
  * load itself, so waiting for them to agree only costs time; the load
- * threads count the
- * bytes they move between the start and the end of the chaser's
- * calibration and timed chunks, and stop after it (at the end of the block
- * they are in).  One record per op: ns_per_load (chaser: the
- * stretch-min-mean of chase_walk.h, as the idle chase), ns_median, gbps
+ * threads count the bytes they move between the start and the end of the
+ * chaser's timed walks (the window), and stop after it (at the end of the
+ * block they are in).  One record per op: ns_per_load (chaser: the mean
+ * over every timed chunk, i.e. over the same window as the bandwidth;
+ * latency_statistic "window-mean", as MLC reports averages), with the idle
+ * chase's stretch-min-mean kept beside it (ns_stretch_min_mean: the least
+ * loaded moment of each stretch, issue 30), ns_median, gbps
  * (sum over the load threads of their bytes /
  * their seconds in that window, STREAM counting: triad 24, read 8 bytes per
  * element), gbps_wa (triad + one write-allocate read), delay, load_threads.
@@ -184,10 +186,14 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
                 } while (r < nload);
                 __atomic_store_n(&phase, PH_WARM, __ATOMIC_RELEASE);
                 void *p = base + mb_chase_slot_at(order[0], spacing);
+                /* calibration (also the warm-up) under load, outside the
+                 * window: the loaders count bytes over the timed walks only */
+                double chunk_ns = (double)opt[OPT_CHUNK_MS] * 1e6;
+                size_t chunk = mb_chase_calibrate(&p, chunk_ns);
                 chase_t0 = mb_clock_seconds(CLOCK_MONOTONIC);
                 __atomic_store_n(&phase, PH_TIMED, __ATOMIC_RELEASE);
-                mb_chase_walk(&p, (double)opt[OPT_CHUNK_MS] * 1e6, ctx->ntimes,
-                              MB_CHASE_MIN_WALKS, nl, secs, &wk);
+                mb_chase_walk_calibrated(&p, chunk, chunk_ns, ctx->ntimes, MB_CHASE_MIN_WALKS,
+                                         nl, secs, &wk);
                 __atomic_store_n(&phase, PH_STOP, __ATOMIC_RELEASE);
                 chase_t1 = mb_clock_seconds(CLOCK_MONOTONIC);
             } else if (t <= nload) {
@@ -332,21 +338,21 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
         pt.nsecs = wk.walks * wk.stretches;
         pt.valid = ok;
         pt.status = ok ? MB_OK : MB_FAILED;
-        mb_chase_latency_keys(&pt, ok ? &wk : NULL, sorted, nl);
+        mb_chase_loaded_latency_keys(&pt, ok ? &wk : NULL, sorted, nl);
         mb_point_int(&pt, "loader_passes_min", minpasses);
         mb_point_dbl(&pt, "window_seconds", window);
         fprintf(stderr, "loaded %-5s delay %lld: chase %.2f ns/load (%s, %d walks x %d "
                         "stretches) while %d load threads move %.2f GB/s%s%s\n", k->op, delay,
-                wk.walks ? mb_chase_stretch_min_mean(secs, wk.walks, wk.stretches,
-                                                     wk.walk_loads) : NAN,
-                MB_CHASE_STATISTIC, wk.walks, wk.stretches, nload, gbps,
+                wk.walks ? mb_chase_window_mean(secs, wk.walks, wk.stretches,
+                                                wk.walk_loads) : NAN,
+                MB_CHASE_LOADED_STATISTIC, wk.walks, wk.stretches, nload, gbps,
                 ok ? "" : "; ", ok ? "" : pt.reason);
     } else {
         pt.status = st != MB_OK ? st : MB_FAILED;
         pt.valid = st != MB_OK ? -1 : 0;
         if (st != MB_OK)
             snprintf(pt.reason, sizeof pt.reason, "%s", why);
-        mb_chase_latency_keys(&pt, NULL, NULL, nl);
+        mb_chase_loaded_latency_keys(&pt, NULL, NULL, nl);
         mb_point_null(&pt, "loader_passes_min");
         mb_point_null(&pt, "window_seconds");
         fprintf(stderr, "loaded %-5s: %s\n", k->op, pt.reason);
