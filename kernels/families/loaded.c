@@ -382,6 +382,33 @@ static int one_op(mb_run_ctx_t *ctx, const mb_kernel_t *k, mb_mapping_t *chase_m
     return MB_OK;
 }
 
+/* MB_OK when no load thread shares the chaser's physical core (its SMT
+ * siblings): the latency CPU is kept free of load (issue 30).  The pipeline
+ * places the threads so (membench.measure.loaded_cpus); a hand-made
+ * --affinity that puts one on a sibling is skipped with the reason. */
+static int chaser_core_free(mb_run_ctx_t *ctx)
+{
+    static mb_cpu_t cpus[MB_MAX_CPUS];
+    int n = mb_allowed_cpus(cpus);
+    const mb_cpu_t *chaser = NULL;
+    for (int i = 0; i < n; i++)
+        if (cpus[i].cpu == ctx->plan[0])
+            chaser = &cpus[i];
+    if (!chaser)
+        return MB_OK;
+    for (int t = 1; t < ctx->threads; t++)
+        for (int i = 0; i < n; i++)
+            if (cpus[i].cpu == ctx->plan[t] && cpus[i].package == chaser->package &&
+                cpus[i].die == chaser->die && cpus[i].core == chaser->core) {
+                snprintf(ctx->reason, sizeof ctx->reason,
+                         "load thread %d on CPU %d shares the chasing CPU %d's core (SMT "
+                         "siblings): the latency CPU must be free of load; choose CPUs off "
+                         "its core", t, ctx->plan[t], ctx->plan[0]);
+                return MB_SKIPPED;
+            }
+    return MB_OK;
+}
+
 int mb_loaded_run(mb_run_ctx_t *ctx)
 {
     size_t line = mb_line_bytes();
@@ -406,6 +433,8 @@ int mb_loaded_run(mb_run_ctx_t *ctx)
                 ctx->opt[OPT_GROUP], spacing);
         exit(2);
     }
+    if (ctx->plan && chaser_core_free(ctx) != MB_OK)
+        return MB_SKIPPED;
     int maxarr = 1;
     for (int i = 0; i < ctx->nops; i++)
         if (ctx->op_ok[i] && ctx->ops[i]->reads + ctx->ops[i]->writes > maxarr)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from membench import SCHEMA_VERSION, __version__
 from membench.plan import c2c_pairs
-from membench.measure import memory
+from membench.measure import loaded_cpus, memory
 from membench.plan import variants
 from membench.plan.grammar import DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING
 from membench.core import paths
@@ -145,6 +145,11 @@ def resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict,
                 f"affinity {affinity}: no usable CPUs on node {node} (nodes with CPUs: {nodes})"
             )
         affinity = "cpus:" + ",".join(map(str, cpus))
+    if request.kernel == "loaded" and threads >= 2:  # the chaser's core carries no load
+        cpus, why = loaded_cpus.place(request.threads, threads, affinity, allowed, topology)
+        if why:
+            return {"threads": threads, "size": size, "policy": request.policy, "affinity": affinity}, why
+        threads, affinity = len(cpus), "cpus:" + ",".join(map(str, cpus))
     resolved = {"threads": threads, "size": size, "policy": request.policy, "affinity": affinity}
     if threads > len(allowed):
         return resolved, f"{threads} threads requested but only {len(allowed)} CPUs are available"
