@@ -201,3 +201,19 @@ def test_memory_past_eight_llc_is_not_flagged():
     sweep.update({2**k: 105.0 for k in range(31, 34)})  # to 8 GiB: past 8 x 32 MiB
     memory = one(rows_of(curve(sweep), TOPOLOGY), "memory")
     assert memory["ns"] == pytest.approx(105) and memory["flag"] is None and "⚑" not in memory["derivation"]
+
+
+def test_the_default_sweep_reaches_eight_llc_in_touched_lines():
+    """size: auto for a chase: 8 x the chasing CPU's LLC instance in lines,
+    bounded by half the memory available (dev16: 300 MiB L3, one pointer per
+    256 B -> 9600 MiB; this machine's 32 MiB -> 1 GiB)."""
+    from membench.measure import harness
+
+    assert harness.chase_auto_size(DEV16, 256) == 9600 * MiB
+    assert harness.chase_auto_size(DEV16, 64) == 2400 * MiB
+    assert harness.chase_auto_size(DEV16, 256, available=8 * 2**30) == 4 * 2**30  # bounded by memory
+    assert harness.chase_auto_size({"llc_bytes": 32 * MiB, "line_bytes": 64}, 256) == 1024 * MiB
+    request = harness.Request(system="dev16", kernel="chase", variant="default", ops=("random",), threads=1, affinity="close",
+                              policy="default", pages="4k", init="parallel", size="auto", ntimes=3, repeat=0)  # fmt: skip
+    resolved, why = harness.resolve(request, DEV16, list(range(16)))
+    assert why is None and resolved["size"] <= 9600 * MiB and resolved["size"] % 256 == 0

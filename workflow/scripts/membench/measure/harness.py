@@ -79,6 +79,26 @@ def auto_size(topology: dict) -> int:
     return max(4 * llc, AUTO_SIZE_FLOOR)
 
 
+# The chase's default reach: its touched lines go this many times past the
+# LLC instance the chasing CPU uses, so that the memory plateau has points
+# (issue 30); DESIGN section 5.
+CHASE_LLC_REACH = 8
+
+
+def chase_auto_size(topology: dict, spacing: int, available: int | None = None) -> int:
+    """The chase's `size: auto`: a working set whose touched lines (one
+    line per pointer, one pointer per `spacing` bytes) are CHASE_LLC_REACH x
+    the chasing CPU's LLC instance (topology llc_bytes, cpu0's), at least
+    the STREAM floor; bounded by half the memory this process may still
+    allocate, in whole pointer slots."""
+    llc = topology.get("llc_bytes") or 0
+    line = topology.get("line_bytes") or 64
+    size = max(CHASE_LLC_REACH * llc * max(spacing, line) // line, AUTO_SIZE_FLOOR)
+    if available:
+        size = min(size, available // 2)
+    return max(size // spacing * spacing, spacing)
+
+
 def _thread_nodes(affinity: str, threads: int, allowed: list[int], topology: dict) -> set[int]:
     node_of = {c["cpu"]: c["node"] for c in topology["cpus"]}
     if affinity.startswith("cpus:"):
@@ -136,6 +156,8 @@ def resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict,
     affinity = request.affinity
     threads = resolve_threads(request.threads, request.affinity, allowed, topology)
     size = auto_size(topology) if request.size == "auto" else request.size
+    if request.kernel == "chase" and request.size == "auto":
+        size = chase_auto_size(topology, request.chase_spacing, memory.host_memory().available)
     if affinity.startswith("node:"):
         node = int(affinity.removeprefix("node:"))
         cpus = node_cpus(node, allowed, topology)
