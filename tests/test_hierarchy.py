@@ -169,7 +169,7 @@ def test_here_the_hashed_layout_fills_half_the_l1_and_memory_is_the_final_platea
     assert memory["ns"] == pytest.approx(138, rel=0.05)
     # the plateau begins below the sysfs L3: both figures, and the 8 x LLC flag (64 MiB of lines < 256 MiB)
     assert "memory latency from 16 MiB of lines" in memory["derivation"] and "sysfs LLC of 32 MiB" in memory["derivation"]
-    assert memory["flag"] and "not past 8 × the LLC" in memory["derivation"]
+    assert memory["flag"] and "short of 8 × the LLC" in memory["derivation"]
     assert not any(name.startswith("unassigned") for name in rows)
 
 
@@ -217,3 +217,13 @@ def test_the_default_sweep_reaches_eight_llc_in_touched_lines():
                               policy="default", pages="4k", init="parallel", size="auto", ntimes=3, repeat=0)  # fmt: skip
     resolved, why = harness.resolve(request, DEV16, list(range(16)))
     assert why is None and resolved["size"] <= 9600 * MiB and resolved["size"] % 256 == 0
+
+
+def test_policy_local_and_remote_sweeps_give_the_memory_rows():
+    """config/aws_numa.yaml's `policy: [local, remote]` chase cells fill
+    local and remote memory, not only node x node matrices."""
+    local = curve(four_levels()).assign(policy_requested="local")
+    remote = curve({ws: ns * (1.6 if ws > 32 * MiB else 1) for ws, ns in four_levels().items()}).assign(policy_requested="remote")
+    rows = rows_of(pd.concat([local, remote]), TOPOLOGY)
+    assert one(rows, "local memory")["ns"] == pytest.approx(105) and one(rows, "remote memory")["ns"] == pytest.approx(168)
+    assert one(rows, "remote memory")["derivation"].startswith("policy remote: final plateau 64 MiB–1 GiB")

@@ -145,12 +145,12 @@ def name_plateaus(found: list[Plateau], levels: list[tuple[str, int]]) -> dict[s
 
 
 def memory_reach(largest: int | None, llc: int | None) -> str | None:
-    """Why a memory latency at this working set (bytes of lines) is not
-    past the caches, or None when it is: past LLC_REACH x the LLC."""
-    if not llc or largest is None or largest > LLC_REACH * llc:
+    """Why a memory latency at this working set (bytes of lines) may not be
+    past the caches, or None when it is: at least LLC_REACH x the LLC."""
+    if not llc or largest is None or largest >= LLC_REACH * llc:
         return None
     return (
-        f"⚑ largest working set {size_text(largest)} of lines is not past {LLC_REACH} × the LLC "
+        f"⚑ largest working set {size_text(largest)} of lines is short of {LLC_REACH} × the LLC "
         f"({size_text(LLC_REACH * llc)}; sysfs LLC {size_text(llc)})"
     )
 
@@ -260,6 +260,29 @@ def matrix_memory_rows(cells: pd.DataFrame, system: str) -> dict[str, dict[str, 
     return rows
 
 
+def policy_memory_rows(cells: pd.DataFrame, system: str, levels: list[tuple[str, int]], line_bytes: int) -> dict[str, dict[str, dict]]:
+    """Local and remote memory from chase sweeps under `policy: local` and
+    `policy: remote` (issue 30: not only from node x node matrices): the
+    memory plateau of each sweep (the final flat plateau past the LLC),
+    level -> pages -> {"ns", "derivation"}; empty when none was measured."""
+    chase = cells[(cells["system"] == system) & (cells["kernel"] == "chase") & (cells["op"] == "random") & (cells["n_ok"] > 0)]
+    if chase.empty or "ns_median" not in chase:
+        return {}
+    rows: dict[str, dict[str, dict]] = {}
+    llc = levels[-1][1] if levels else None
+    for policy, level in (("local", "local memory"), ("remote", "remote memory")):
+        mine = chase[chase["policy_requested"] == policy]
+        for pages, points in mine.groupby("pages", sort=False):
+            spacing = points["chase_spacing_requested"].iloc[0] if "chase_spacing_requested" in points else None
+            curve = points.groupby("working_set_bytes")["ns_median"].median()
+            lines = touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
+            found = plateaus(lines.values, curve.values)
+            memory = memory_plateau(found, levels)
+            text = memory_derivation(memory, llc, int(lines.max()), None, " of lines" if lines.ne(curve.index.to_series()).any() else "")
+            rows.setdefault(level, {})[pages] = {"ns": memory.ns if memory else None, "derivation": f"policy {policy}: {text}"}
+    return rows
+
+
 def _cycles(ns: float | None, ghz: float | None) -> float | None:
     return None if ns is None or ghz is None else ns * ghz
 
@@ -286,6 +309,10 @@ def hierarchy(
     curves = sweep_curves(cells)
     systems = list(dict.fromkeys([*curves["system"], *(extra_rows or {})]))
     systems += [s for s in dict.fromkeys(cells["system"]) if s not in systems and matrix_memory_rows(cells, s)]
+    systems += [
+        s for s in dict.fromkeys(cells["system"])
+        if s not in systems and policy_memory_rows(cells, s, cache_levels(topologies.get(s, {})), 64)
+    ]  # fmt: skip
     out = []
     for system in systems:
         mine = curves[curves["system"] == system]
@@ -323,6 +350,8 @@ def hierarchy(
                         "reached": plateau is not None or not llc or int(lines.max()) > llc} if name == MEMORY else {}),
                 }  # fmt: skip
         matrix_rows = matrix_memory_rows(cells, system)
+        for level, per_pages in policy_memory_rows(cells, system, levels, line_bytes).items():
+            matrix_rows.setdefault(level, per_pages)  # a node matrix, where measured, gives these rows
         for per_pages in matrix_rows.values():
             pages += [page for page in per_pages if page not in pages]
         pages = pages or ["4k"]
