@@ -38,9 +38,10 @@ Like with like:
   median and spread (min - max) are reported, and each tool's own
   repetition spread (min / median / max, +-% of the median).
 
-- the same placement in the slot: each pointer on a pseudo-random line of
-  its slot, the pattern repeating every 64 slots, as multichase's "mixer"
-  (pointers all at slot starts read 0.45 of multichase at 256).
+- a pointer on a pseudo-random line of its slot on both sides (pointers all
+  at slot starts read 0.45 of multichase at 256); multichase's "mixer"
+  repeats every 64 slots, membench hashes the line from the slot index so
+  every cache set is used (issue 30): at 1 GiB both are far past the caches.
 
 What still differs: at --spacing 64 membench visits its slots in two
 passes, even lines then odd ones, against the adjacent-line prefetcher;

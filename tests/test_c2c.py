@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import time
 from pathlib import Path
@@ -184,6 +185,7 @@ def test_harness_measures_a_pair(binary):
         assert r["ns_per_load"] == r["handoff_ns"] and 1 < r["handoff_ns"] < 1e6
         assert r["sample_min_ns"] >= 20 * r["timer_granularity_ns"]
     assert records[2]["clean_lines"] == 64 and records[0]["clean_lines"] is None
+    assert records[2]["clean_flushed"] is (platform.machine() in ("x86_64", "i686")) and records[0]["clean_flushed"] is None
 
 
 @pytest.mark.skipif(len(ALLOWED) < 2, reason="needs 2 CPUs")
@@ -259,3 +261,18 @@ def test_hierarchy_rows_from_the_classes():
     assert list(rows) == list(c2c_summary.HIERARCHY_ROWS.values())
     assert rows["c2c: modified in the other package"]["ns"] == 160.5
     assert "2 other_package pair(s)" in rows["c2c: modified in the other package"]["derivation"]
+
+
+def test_clean_pairs_across_l3s_on_the_two_socket_smt_guest():
+    """The 2-socket SMT guest (2 sockets x 2 cores x 2 threads, one L3 per
+    socket): the sampled clean pairs include one across the L3s (another
+    package), whose window A flushes before B reads it (clean_flushed), so
+    the hand-off is a transfer from the other socket, not A's own L3."""
+    cpus = [{"cpu": c, "package": c // 4, "node": c // 4, "core": (c % 4) // 2, "siblings": [c - c % 2, c - c % 2 + 1],
+             "l2_id": c // 2, "l3_id": c // 4} for c in range(8)]  # fmt: skip
+    topo = {"cpus": cpus, "packages": 2, "caches": [], "nodes": []}
+    sample = c2c_pairs.sample(topo, 1)
+    assert set(sample) >= {"smt", "same_l3", "other_package"}
+    (a, b), = sample["other_package"]
+    assert cpus[a]["l3_id"] != cpus[b]["l3_id"]
+    assert c2c_pairs.classify(cpus[a], cpus[b]) == "other_package"

@@ -103,7 +103,7 @@ def test_loaded_latency_gives_a_second_column():
 
 def test_latency_names_its_group_and_spread(table):
     source = table.loc["c", "latency_source"]
-    assert source.startswith("idle chase, 4k pages, 256 KiB groups, local, 1 GiB"), source
+    assert source.startswith("idle chase, 4k pages, 256 KiB groups, spacing not recorded, local, 1 GiB"), source
     assert "median of 3 runs; 98.0–103.0 ns (-2.0 %/+3.0 %)" in source, source
 
 
@@ -171,3 +171,29 @@ def test_little_law_counts_reads_not_write_backs():
     assert ec.loc["c", "bytes_in_flight"] == pytest.approx(3000.0)  # 30 GB/s read x 100 ns, not 60 x 100
     assert ec.loc["c", "write_traffic_gbps"] == 30.0
     assert math.isnan(ec.loc["old", "lines_in_flight"]) and "read traffic not recorded" in ec.loc["old", "latency_source"]
+
+
+def test_idle_latency_names_its_spacing_prefers_the_default_and_is_flagged_short_of_eight_llc():
+    """Several spacings at the largest working set: the default 256 B is
+    the idle latency, named; at 1 GiB with one pointer per 256 B a 300 MiB
+    LLC (dev16) is not passed 8 times: flagged wherever it is quoted."""
+    cells = pd.DataFrame([cell(), chase(90.0, 2**30, chase_spacing_requested=64, cell="s64"),
+                          chase(100.0, 2**30, chase_spacing_requested=256, cell="s256")])  # fmt: skip
+    (latency,) = [row for _, row in concurrency.idle_latencies(cells, {"a": 300 * 2**20}).iterrows()]
+    assert latency["ns"] == 100.0 and latency["spacing"] == "256 B"
+    assert latency["flag"].startswith("⚑ 256 MiB of lines, short of 8 × the LLC")
+    source = concurrency.effective_concurrency(cells, {"a": 64}, {"a": 300 * 2**20}).iloc[0]["latency_source"]
+    assert "one pointer per 256 B" in source and "⚑" in source
+    (latency,) = [row for _, row in concurrency.idle_latencies(cells, {"a": 32 * 2**20}).iterrows()]
+    assert latency["flag"] is None  # 256 MiB of lines = 8 x 32 MiB: far enough
+
+
+def test_loaded_points_are_compared_by_read_traffic():
+    """r2w1nt's 30 GB/s STREAM count reads 20 GB/s from memory; triad's 24
+    GB/s reads 24 (write-allocate included): triad is the heavier load."""
+    assert concurrency.read_share("triad") == 1.0 and concurrency.read_share("r1w1") == 1.0
+    assert concurrency.read_share("r2w1nt") == pytest.approx(2 / 3) and concurrency.read_share("r1w1", "nt-avx512") == 0.5
+    loaded = [cell(kernel="loaded", op="r2w1nt", cell="nt", gbps_mean=30.0, ns_median=150.0, ns_min=149, ns_max=151, size_bytes=2**29),
+              cell(kernel="loaded", op="triad", cell="triad", gbps_mean=24.0, ns_median=140.0, ns_min=139, ns_max=141, size_bytes=2**29)]  # fmt: skip
+    (heaviest,) = [row for _, row in concurrency.loaded_latencies(pd.DataFrame(loaded)).iterrows()]
+    assert heaviest["source"] == "triad"

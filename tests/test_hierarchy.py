@@ -1,6 +1,9 @@
 """The hierarchy table's levels come from the sweep's plateaus, named by
 the sysfs cache sizes; what is not found is said to be not found."""
 
+import json
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -123,3 +126,104 @@ def test_levels_are_named_by_the_lines_a_sparse_chase_touches():
     assert rows["L1"]["ns"] == pytest.approx(1.2) and rows["L2"]["ns"] == pytest.approx(4.5)
     assert "plateau 1 KiB–32 KiB of lines (one pointer per 256 B" in rows["L1"]["derivation"]
     assert rows["memory"]["ns"] == pytest.approx(105)
+
+
+# ------------------------------------------- real recorded sweeps (issue 30)
+
+SWEEPS = Path(__file__).resolve().parent / "fixtures" / "chase_sweeps"
+HERE = {  # this project's 2-vCPU KVM guest, per sysfs
+    "caches": [
+        {"level": 1, "type": "Data", "size_bytes": 48 * KiB},
+        {"level": 2, "type": "Unified", "size_bytes": 1 * MiB},
+        {"level": 3, "type": "Unified", "size_bytes": 32 * MiB},
+    ],
+    "line_bytes": 64,
+}
+DEV16 = json.loads((Path(__file__).resolve().parent / "fixtures" / "dev16" / "topology.json").read_text())
+
+
+def recorded(name: str, spacing=None, system="box", upto: int | None = None) -> pd.DataFrame:
+    sweep = pd.read_csv(SWEEPS / name, comment="#")
+    if upto:
+        sweep = sweep[sweep["working_set_bytes"] <= upto]
+    cells = curve(dict(zip(sweep["working_set_bytes"], sweep["ns_per_load"])), pages="thp" if "thp" in name else "4k", system=system)
+    return cells.assign(chase_spacing_requested=spacing) if spacing else cells
+
+
+def rows_of(cells, topology, system="box"):
+    (table,) = hierarchy.hierarchy(cells, {system: topology})
+    return {row["level"]: row for row in table["rows"]}
+
+
+def one(rows, level, pages="4k"):
+    return rows[level]["per_pages"][pages]
+
+
+def test_here_the_hashed_layout_fills_half_the_l1_and_memory_is_the_final_plateau():
+    rows = rows_of(recorded("here_after_4k.csv", spacing=256), HERE)
+    l1 = hierarchy.plateaus(*zip(*[(ws // 4, ns) for ws, ns in pd.read_csv(SWEEPS / "here_after_4k.csv", comment="#").values]))[0]
+    assert l1.last_bytes >= 48 * KiB / 2  # done-when: the L1 plateau reaches half the sysfs L1
+    assert one(rows, "L1")["ns"] == pytest.approx(0.9, rel=0.1)
+    assert one(rows, "L2")["ns"] == pytest.approx(3.2, rel=0.1) and one(rows, "L3")["ns"] == pytest.approx(11.5, rel=0.15)
+    memory = one(rows, "memory")
+    assert memory["ns"] == pytest.approx(138, rel=0.05)
+    # the plateau begins below the sysfs L3: both figures, and the 8 x LLC flag (64 MiB of lines < 256 MiB)
+    assert "memory latency from 16 MiB of lines" in memory["derivation"] and "sysfs LLC of 32 MiB" in memory["derivation"]
+    assert memory["flag"] and "short of 8 × the LLC" in memory["derivation"]
+    assert not any(name.startswith("unassigned") for name in rows)
+
+
+def test_here_the_mixer_layout_ended_the_l1_plateau_early():
+    sweep = pd.read_csv(SWEEPS / "here_before_4k.csv", comment="#")
+    l1 = hierarchy.plateaus(sweep["working_set_bytes"] // 4, sweep["ns_per_load"])[0]
+    assert l1.last_bytes == 16 * KiB < 48 * KiB / 2  # 16 KiB of lines (sysfs 48 KiB), risen by 22.6 KiB
+
+
+@pytest.mark.parametrize("pages", ["4k", "thp"])
+def test_dev16_memory_row_past_its_300_mib_l3(pages):
+    rows = rows_of(recorded(f"dev16_{pages}.csv", system="dev16"), DEV16, "dev16")
+    memory = one(rows, "memory", pages)
+    assert memory["ns"] == pytest.approx({"4k": 87, "thp": 98}[pages], rel=0.05)
+    assert "sysfs LLC of 300 MiB" in memory["derivation"]  # the caches end far earlier: both figures
+    assert memory["flag"] and "2.3 GiB" in memory["flag"]  # 1 GiB is not past 8 x 300 MiB
+    assert not any(name.startswith("unassigned") for name in rows)
+
+
+def test_a_sweep_that_stops_before_the_llc_says_memory_could_not_be_reached():
+    rows = rows_of(recorded("dev16_4k.csv", system="dev16", upto=256 * MiB), DEV16, "dev16")
+    memory = one(rows, "memory")
+    assert memory["ns"] is None and memory["derivation"].startswith("could not be reached")
+    assert "not past the last-level cache (sysfs 300 MiB)" in memory["derivation"] and memory["reached"] is False
+
+
+def test_memory_past_eight_llc_is_not_flagged():
+    sweep = four_levels()
+    sweep.update({2**k: 105.0 for k in range(31, 34)})  # to 8 GiB: past 8 x 32 MiB
+    memory = one(rows_of(curve(sweep), TOPOLOGY), "memory")
+    assert memory["ns"] == pytest.approx(105) and memory["flag"] is None and "⚑" not in memory["derivation"]
+
+
+def test_the_default_sweep_reaches_eight_llc_in_touched_lines():
+    """size: auto for a chase: 8 x the chasing CPU's LLC instance in lines,
+    bounded by half the memory available (dev16: 300 MiB L3, one pointer per
+    256 B -> 9600 MiB; this machine's 32 MiB -> 1 GiB)."""
+    from membench.measure import harness
+
+    assert harness.chase_auto_size(DEV16, 256) == 9600 * MiB
+    assert harness.chase_auto_size(DEV16, 64) == 2400 * MiB
+    assert harness.chase_auto_size(DEV16, 256, available=8 * 2**30) == 4 * 2**30  # bounded by memory
+    assert harness.chase_auto_size({"llc_bytes": 32 * MiB, "line_bytes": 64}, 256) == 1024 * MiB
+    request = harness.Request(system="dev16", kernel="chase", variant="default", ops=("random",), threads=1, affinity="close",
+                              policy="default", pages="4k", init="parallel", size="auto", ntimes=3, repeat=0)  # fmt: skip
+    resolved, why = harness.resolve(request, DEV16, list(range(16)))
+    assert why is None and resolved["size"] <= 9600 * MiB and resolved["size"] % 256 == 0
+
+
+def test_policy_local_and_remote_sweeps_give_the_memory_rows():
+    """config/aws_numa.yaml's `policy: [local, remote]` chase cells fill
+    local and remote memory, not only node x node matrices."""
+    local = curve(four_levels()).assign(policy_requested="local")
+    remote = curve({ws: ns * (1.6 if ws > 32 * MiB else 1) for ws, ns in four_levels().items()}).assign(policy_requested="remote")
+    rows = rows_of(pd.concat([local, remote]), TOPOLOGY)
+    assert one(rows, "local memory")["ns"] == pytest.approx(105) and one(rows, "remote memory")["ns"] == pytest.approx(168)
+    assert one(rows, "remote memory")["derivation"].startswith("policy remote: final plateau 64 MiB–1 GiB")

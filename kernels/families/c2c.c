@@ -16,11 +16,18 @@
  *              k; B spins loading X until it reads k and stores k to Y: each
  *              hand-off moves a line modified in the other core.
  * op clean     read-shared (clean) lines: B loads a window of --clean-lines
- *              lines (random lines of a pool of --size bytes, so A holds none
- *              of them: the pool is far larger than a private cache), then A
- *              chases the window (one dependent load per line, random order)
- *              while the lines sit clean in B's caches.  The flags that
- *              order the two are not timed; one hand-off = one clean load.
+ *              lines (random lines of a pool of --size bytes), then A chases
+ *              the window (one dependent load per line, random order) while
+ *              the lines sit clean in B's caches.  A holds none of them,
+ *              provably (issue 30): the pool is flushed from every cache
+ *              (clflush) after it is built, and A flushes each window after
+ *              its chase, before B reads it again; so B's loads bring the
+ *              lines from memory into B's caches and each of A's loads is a
+ *              transfer from there (the pool alone, written by the main
+ *              thread on CPU a and smaller than an L3, left A's copies in
+ *              A's L3 for pairs across L3s).  Off x86 (no clflush) only the
+ *              pool's size keeps them out (clean_flushed false).  The flags
+ *              and flushes are not timed; one hand-off = one clean load.
  *
  * Timing: CLOCK_MONOTONIC around --roundtrips round trips (cas, two_line;
  * hand-off = time / (2 x round trips), half the round trip) or around each
@@ -108,6 +115,19 @@ static int cas_from(uint64_t *p, uint64_t from, uint64_t to)
                 return 1;
         }
     }
+}
+
+/* Evict a clean window's lines from every cache of the coherence domain
+ * (clflush: all levels, all cores) and wait for it; a no-op off x86. */
+void mb_c2c_flush_window(const shared_t *sh, const unsigned *win)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    for (size_t i = 0; i < sh->wlines; i++)
+        __builtin_ia32_clflush(sh->pool + (size_t)win[i] * sh->line);
+    __builtin_ia32_mfence();
+#else
+    (void)sh, (void)win;
+#endif
 }
 
 MB_KERNEL_FN void *mb_kern_c2c_clean(void *p, size_t loads)
@@ -204,6 +224,7 @@ static void run_clean(side_t *s)
                 long long t1 = mb_clock_ns(CLOCK_MONOTONIC);
                 busy += (double)(t1 - t0);
                 bad += end != first;
+                mb_c2c_flush_window(sh, win); /* out of every cache before B reads it again */
                 __atomic_store_n(done, k + 1, __ATOMIC_RELEASE);
             }
             count++;

@@ -38,6 +38,13 @@ typedef struct result {
 } result_t;
 
 /* One pair and op measured: threads A on CPU a and B on CPU b (c2c.c). */
+/* clean: whether a window is flushed from every cache (clflush, x86) */
+#if defined(__x86_64__) || defined(__i386__)
+#define MB_C2C_FLUSHES 1
+#else
+#define MB_C2C_FLUSHES 0
+#endif
+void mb_c2c_flush_window(const shared_t *sh, const unsigned *win);
 void mb_c2c_measure_pair(mb_run_ctx_t *ctx, shared_t *sh, int op, int a, int b, result_t *res);
 
 #endif

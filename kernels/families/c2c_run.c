@@ -54,10 +54,13 @@ static void emit_result(mb_run_ctx_t *ctx, const result_t *res, const shared_t *
     mb_point_int(&pt, "handoffs", res->count);
     mb_point_int(&pt, "handoffs_expected", res->expected);
     mb_point_int(&pt, "line_bytes", (long long)sh->line);
-    if (op == OP_CLEAN)
+    if (op == OP_CLEAN) {
         mb_point_int(&pt, "clean_lines", (long long)sh->wlines);
-    else
+        mb_point_bool(&pt, "clean_flushed", MB_C2C_FLUSHES);
+    } else {
         mb_point_null(&pt, "clean_lines");
+        mb_point_null(&pt, "clean_flushed");
+    }
     mb_point_int(&pt, "seed", ctx->opt[OPT_SEED]);
     ctx->emit(ctx, &pt);
 }
@@ -119,6 +122,9 @@ int mb_c2c_run(mb_run_ctx_t *ctx)
             size_t to = sh.perm[w * sh.wlines + (i + 1) % sh.wlines];
             *(void **)(sh.pool + from * line) = sh.pool + to * line;
         }
+    /* the pool leaves every cache (the main thread, on CPU a, wrote it) */
+    for (size_t w = 0; w < sh.nwin; w++)
+        mb_c2c_flush_window(&sh, sh.perm + w * sh.wlines);
 
     int nres = 0, worst = MB_OK;
     for (int i = 0; i < ctx->threads; i++)

@@ -7,10 +7,11 @@
  * op random  a single-cycle permutation with one pointer per --spacing
  *            bytes (default 256, multichase's default stride; a power of two
  *            from the line size, sysfs coherency_line_size, to a page).  Each
- *            slot's pointer sits on a pseudo-random line of its slot, as
- *            multichase's "mixer" places it on a random word: pointers all at
- *            slot starts read 63 ns where multichase read 140 (1 GiB, issue
- *            20).  The spacing changes the latency (multichase itself reads
+ *            slot's pointer sits on a line of its slot hashed from the slot
+ *            index (mb_chase_slot_at), so every cache set holds pointers
+ *            (multichase's "mixer", by index mod 64, left sets empty: issue
+ *            30); pointers all at slot starts read 63 ns where multichase
+ *            read 140 (1 GiB, issue 20).  The spacing changes the latency (multichase itself reads
  *            lower at -s 64 than at -s 256): compare like with like.  The
  *            working set is cut into groups of --group bytes (default 256
  *            KiB = 64 pages, multichase's TLB locality; `full` = one group,

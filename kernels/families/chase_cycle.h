@@ -22,20 +22,33 @@
 /* 0 if spacing is allowed with this line size; else -1 after printing
  * "membench <family>: invalid value ... for --spacing; allowed: ..." */
 MB_WEAK int mb_chase_check_spacing(const char *family, size_t spacing, size_t line);
-/* Byte offset of slot i's pointer from base: the slot's start plus a
- * pseudo-random whole 64-byte line inside the slot (slots over 64 bytes),
- * the same for slots i and i + 64, as multichase's "mixer" moves each
- * pointer to one of 64 random words of its stride slot (by index mod 64).
- * Pointers all at slot starts read 55 % low at 256 bytes; a line per slot
- * hashed from i rather than i mod 64 read 2 % above multichase (issue 20). */
+/* Byte offset of slot i's pointer from base: the slot's start plus one
+ * whole 64-byte line of the slot (slots over 64 bytes), from a hash of the
+ * slot index, so that every set of every cache level holds pointers.
+ * Multichase's "mixer" (and this function until issue 30) took the line
+ * from i mod 64 alone: slots 64 apart shared it, 45 of the 64 L1 sets were
+ * used (the L1 plateau ended at 8 KiB of a 48 KiB L1) and, on physically
+ * contiguous huge pages, a quarter of a 16-way 2 MiB L2's sets.  Here slot
+ * i is page position r = i mod (4096 / slot) of page p; the pages come in
+ * blocks of k = slot / 64 (the lines per slot), and the line is
+ * (p mod k + hash(block, r)) mod k: in every block the k slots at one page
+ * position take k different lines, so each block of k pages puts exactly
+ * one pointer in every page-offset line (every set of a virtually indexed
+ * L1), while the hash of the block makes the line of physically indexed
+ * levels (L2, L3: the page frame's bits) vary from block to block.  The
+ * visiting order is random, so no prefetcher sees the layout.  Pointers
+ * all at slot starts read 55 % low at 256 bytes (issue 20). */
 static inline size_t mb_chase_slot_at(size_t i, size_t slot)
 {
     if (slot <= 64)
         return i * slot;
-    unsigned long long z = (unsigned long long)((i & 63) + 1) * 0x9E3779B97F4A7C15ULL;
+    size_t k = slot / 64; /* lines per slot: a power of two, at most 64 */
+    size_t per_page = slot < 4096 ? 4096 / slot : 1;
+    size_t r = i % per_page, page = i / per_page;
+    unsigned long long z = (unsigned long long)((page / k) * per_page + r + 1) * 0x9E3779B97F4A7C15ULL;
     z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ULL;
     z ^= z >> 29;
-    return i * slot + (size_t)(z % (slot / 64)) * 64;
+    return i * slot + (size_t)((page + z) & (k - 1)) * 64;
 }
 /* Random single cycle over the nl = bytes / line lines at base: lines in
  * random order within groups of group_bytes (whole lines, at least one; 0 =

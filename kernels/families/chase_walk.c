@@ -145,6 +145,12 @@ void mb_chase_walk(void **start, double chunk_ns, int ntimes, int max_walks, siz
                    double *buf, mb_chase_walks_t *w)
 {
     size_t chunk = mb_chase_calibrate(start, chunk_ns);
+    mb_chase_walk_calibrated(start, chunk, chunk_ns, ntimes, max_walks, cycle, buf, w);
+}
+
+void mb_chase_walk_calibrated(void **start, size_t chunk, double chunk_ns, int ntimes,
+                              int max_walks, size_t cycle, double *buf, mb_chase_walks_t *w)
+{
     int cap = MB_CHASE_CHUNK_CAP(ntimes);
     memset(w, 0, sizeof *w);
     w->secs = buf;
@@ -190,17 +196,42 @@ static void put_str(mb_point_t *p, const char *k, const char *v)
         p->extra[p->nextra++] = (mb_kv_t){.key = k, .type = MB_KV_STR, .s = v};
 }
 
+double mb_chase_window_mean(const double *secs, int walks, int stretches, size_t walk_loads)
+{
+    double sum = 0;
+    for (int i = 0; i < walks * stretches; i++)
+        sum += secs[i];
+    return sum / ((double)walk_loads * walks) * 1e9;
+}
+
+static void latency_keys(mb_point_t *pt, const mb_chase_walks_t *w, double *scratch,
+                         size_t cycle, int window_mean);
+
 void mb_chase_latency_keys(mb_point_t *pt, const mb_chase_walks_t *w, double *scratch,
                            size_t cycle)
+{
+    latency_keys(pt, w, scratch, cycle, 0);
+}
+
+void mb_chase_loaded_latency_keys(mb_point_t *pt, const mb_chase_walks_t *w, double *scratch,
+                                  size_t cycle)
+{
+    latency_keys(pt, w, scratch, cycle, 1);
+}
+
+static void latency_keys(mb_point_t *pt, const mb_chase_walks_t *w, double *scratch,
+                         size_t cycle, int window_mean)
 {
     static const char *const keys[] = {
         "ns_per_load", "ns_median", "ns_max", "ns_best_chunk", "ns_best_walk", "loads",
         "walk_loads", "stretches", "walks", "cycle_walks", "chunks_near_best",
         "stretches_confirmed"};
-    put_str(pt, "latency_statistic", MB_CHASE_STATISTIC);
+    put_str(pt, "latency_statistic", window_mean ? MB_CHASE_LOADED_STATISTIC : MB_CHASE_STATISTIC);
     if (!w) {
         for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
             mb_point_null(pt, keys[i]);
+        if (window_mean)
+            mb_point_null(pt, "ns_stretch_min_mean");
         return;
     }
     int S = w->stretches, n = w->walks * S;
@@ -218,8 +249,15 @@ void mb_chase_latency_keys(mb_point_t *pt, const mb_chase_walks_t *w, double *sc
     qsort(scratch, (size_t)n, sizeof(double), mb_cmp_double);
     double best = scratch[0], worst = scratch[n - 1];
     double med = n % 2 ? scratch[n / 2] : 0.5 * (scratch[n / 2 - 1] + scratch[n / 2]);
-    mb_point_dbl(pt, "ns_per_load",
-                 mb_chase_stretch_min_mean(w->secs, w->walks, S, w->walk_loads));
+    double min_mean = mb_chase_stretch_min_mean(w->secs, w->walks, S, w->walk_loads);
+    if (window_mean) {
+        /* loaded: the mean over the window the load's bandwidth is counted
+         * in (every timed chunk), the stretch-min-mean beside it */
+        mb_point_dbl(pt, "ns_per_load", mb_chase_window_mean(w->secs, w->walks, S,
+                                                             w->walk_loads));
+        mb_point_dbl(pt, "ns_stretch_min_mean", min_mean);
+    } else
+        mb_point_dbl(pt, "ns_per_load", min_mean);
     mb_point_dbl(pt, "ns_median", med);
     mb_point_dbl(pt, "ns_max", worst);
     mb_point_dbl(pt, "ns_best_chunk", best);

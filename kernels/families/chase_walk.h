@@ -27,6 +27,10 @@
 /* chunk-time buffer: ntimes + every walk a run may add */
 #define MB_CHASE_CHUNK_CAP(ntimes) ((ntimes) + MB_CHASE_MAX_WALKS * MB_CHASE_MAX_STRETCHES)
 #define MB_CHASE_STATISTIC "stretch-min-mean"
+/* the loaded chase: the mean over the timed walks, the window in which the
+ * load threads' bandwidth is counted (issue 30: MLC reports averages; the
+ * stretch-min-mean picked the least-loaded moment of each stretch) */
+#define MB_CHASE_LOADED_STATISTIC "window-mean"
 
 /* The chase kernel: `loads` dependent loads from p; returns the end pointer.
  * The cycles it follows are built and checked in chase_cycle.h. */
@@ -62,6 +66,15 @@ MB_WEAK size_t mb_chase_stretch_loads(size_t walk_loads, int stretches, int s);
  * walks start again (once).  buf has room for MB_CHASE_CHUNK_CAP(ntimes). */
 MB_WEAK void mb_chase_walk(void **start, double chunk_ns, int ntimes, int max_walks,
                            size_t cycle, double *buf, mb_chase_walks_t *w);
+/* mb_chase_walk after its calibration: the timed walks only, with chunks of
+ * `chunk` loads (from mb_chase_calibrate).  The loaded chase calibrates
+ * first, so the load threads count their bytes over these walks alone. */
+MB_WEAK void mb_chase_walk_calibrated(void **start, size_t chunk, double chunk_ns, int ntimes,
+                                      int max_walks, size_t cycle, double *buf,
+                                      mb_chase_walks_t *w);
+/* ns per load over every timed chunk: their sum / (walks x walk_loads). */
+MB_WEAK double mb_chase_window_mean(const double *secs, int walks, int stretches,
+                                    size_t walk_loads);
 /* ns per load: sum over stretches of the fastest walk's chunk, / walk_loads. */
 MB_WEAK double mb_chase_stretch_min_mean(const double *secs, int walks, int stretches,
                                          size_t walk_loads);
@@ -72,6 +85,10 @@ MB_WEAK int mb_chase_stretches_confirmed(const double *secs, int walks, int stre
 MB_WEAK int mb_chase_near_best(const double *secs, int n);
 /* The latency keys of a chase record (w NULL: nothing valid was timed, every
  * key null).  scratch: room for walks x stretches doubles. */
+/* The loaded chase's keys: ns_per_load is the window mean
+ * (latency_statistic "window-mean"), ns_stretch_min_mean beside it. */
+MB_WEAK void mb_chase_loaded_latency_keys(mb_point_t *pt, const mb_chase_walks_t *w,
+                                          double *scratch, size_t cycle);
 MB_WEAK void mb_chase_latency_keys(mb_point_t *pt, const mb_chase_walks_t *w, double *scratch,
                                    size_t cycle);
 

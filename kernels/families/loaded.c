@@ -1,35 +1,26 @@
 /*
  * membench family "loaded": loaded latency (the chase under bandwidth load).
  *
- * --threads N (>= 2).  Thread 0 runs the random chase of chase.c (one
- * pointer per --spacing bytes, default 256, as chase) over a --size working
- * set (pick it DRAM-sized: >= 4 x LLC).  Threads 1..N-1 are the load
- * threads: each runs the op's bandwidth kernel over its own private arrays
- * of --size bytes each (triad: a = b + s*c on three arrays; read: sum += a
- * on one, mix.c's r1w0; a read:write mix r1w0, r3w1, r2w1, r1w1, r2w1nt: the
- * kernels of mix.c on its inputs and its output), in blocks of --delay-every
- * cache lines per array, spinning --delay iterations of `pause` after every
- * block (the injection delay; 0 = flat out).  Each thread is pinned
- * (affinity none -> the t-th allowed CPU) and first-touches its own memory.
+ * --threads N (>= 2).  Thread 0 runs chase.c's random chase over a --size
+ * working set (DRAM-sized).  Threads 1..N-1 load: each runs the op (triad;
+ * read = mix.c's r1w0; the mixes r1w0 .. r2w1nt of mix.c) over private
+ * arrays of --size bytes, in blocks of --delay-every lines, spinning
+ * --delay `pause`s after each (the injection delay; 0 = flat out).  Every
+ * thread is pinned and first-touches its own memory.
  *
- * Sequence: the load threads start; when all of them run, the chaser
- * calibrates its chunk (>= --chunk-ms under load, also the warm-up) and
- * walks the cycle in fixed stretches as chase.c (chase_walk.c), 3 walks
- * (or ntimes - 1 chunks) and none added: chunks under load vary with the
- * load itself, so waiting for them to agree only costs time; the load
- * threads count the bytes they move between the start and the end of the
- * chaser's calibration and timed chunks, and stop after it (at the end of
- * the block they are in).  One record per op: ns_per_load (chaser: the
- * stretch-min-mean of chase_walk.h, as the idle chase), ns_median, gbps (sum
- * over the load threads of their bytes / their seconds in that window,
- * STREAM counting: triad 24, read 8 bytes per element), gbps_wa (triad + one
- * write-allocate read), delay, load_threads.
+ * Sequence: the load threads start; when all run, the chaser calibrates
+ * its chunk (>= --chunk-ms under load; the warm-up), then walks the cycle
+ * in fixed stretches (chase_walk.c), 3 walks (or ntimes - 1 chunks); the
+ * load threads count their bytes over those timed walks (the window) and
+ * stop after it.  One record per op: ns_per_load, the mean over the window
+ * (latency_statistic "window-mean", as MLC averages), ns_stretch_min_mean
+ * beside it (the least loaded moment), ns_median, gbps (the load threads'
+ * bytes / seconds in the window, STREAM counting), gbps_wa, delay,
+ * load_threads.
  *
- * Validation: the chase cycle before timing and again after it, and the
- * load threads' arithmetic (triad: every a[j] written so far == b[j] +
- * s*c[j], the others untouched; mixes: the same for their output, and the
- * inputs unchanged; read, r1w0: the sums of the last whole pass and of the
- * partial pass are the exact expected sums).
+ * Validation: the chase cycle before and after timing; the load threads'
+ * arithmetic (triad and mixes: every element written so far, the others
+ * untouched, inputs unchanged; read, r1w0: the exact sums of the passes).
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -167,10 +158,14 @@ static void chaser(loaded_op_t *lo)
     } while (r < lo->nload);
     __atomic_store_n(&lo->phase, PH_WARM, __ATOMIC_RELEASE);
     void *p = lo->base + mb_chase_slot_at(lo->order[0], lo->spacing);
+    /* calibration (also the warm-up) under load, outside the window: the
+     * loaders count bytes over the timed walks only */
+    double chunk_ns = (double)lo->ctx->opt[OPT_CHUNK_MS] * 1e6;
+    size_t chunk = mb_chase_calibrate(&p, chunk_ns);
     lo->chase_t0 = mb_clock_seconds(CLOCK_MONOTONIC);
     __atomic_store_n(&lo->phase, PH_TIMED, __ATOMIC_RELEASE);
-    mb_chase_walk(&p, (double)lo->ctx->opt[OPT_CHUNK_MS] * 1e6, lo->ctx->ntimes,
-                  MB_CHASE_MIN_WALKS, lo->nl, lo->secs, &lo->wk);
+    mb_chase_walk_calibrated(&p, chunk, chunk_ns, lo->ctx->ntimes, MB_CHASE_MIN_WALKS, lo->nl,
+                             lo->secs, &lo->wk);
     __atomic_store_n(&lo->phase, PH_STOP, __ATOMIC_RELEASE);
     lo->chase_t1 = mb_clock_seconds(CLOCK_MONOTONIC);
 }
@@ -336,15 +331,15 @@ static void point_measured(const loaded_op_t *lo, mb_point_t *pt, int ok)
     pt->nsecs = lo->wk.walks * lo->wk.stretches;
     pt->valid = ok;
     pt->status = ok ? MB_OK : MB_FAILED;
-    mb_chase_latency_keys(pt, ok ? &lo->wk : NULL, lo->sorted, lo->nl);
+    mb_chase_loaded_latency_keys(pt, ok ? &lo->wk : NULL, lo->sorted, lo->nl);
     mb_point_int(pt, "loader_passes_min", minpasses);
     mb_point_dbl(pt, "window_seconds", lo->chase_t1 - lo->chase_t0);
     fprintf(stderr, "loaded %-5s delay %lld: chase %.2f ns/load (%s, %d walks x %d "
                     "stretches) while %d load threads move %.2f GB/s%s%s\n", k->op,
             lo->ctx->opt[OPT_DELAY],
-            lo->wk.walks ? mb_chase_stretch_min_mean(lo->secs, lo->wk.walks, lo->wk.stretches,
+            lo->wk.walks ? mb_chase_window_mean(lo->secs, lo->wk.walks, lo->wk.stretches,
                                                      lo->wk.walk_loads) : NAN,
-            MB_CHASE_STATISTIC, lo->wk.walks, lo->wk.stretches, lo->nload, gbps,
+            MB_CHASE_LOADED_STATISTIC, lo->wk.walks, lo->wk.stretches, lo->nload, gbps,
             ok ? "" : "; ", ok ? "" : pt->reason);
 }
 
@@ -416,7 +411,7 @@ static int one_op(loaded_op_t *lo)
         pt.valid = st != MB_OK ? -1 : 0;
         if (st != MB_OK)
             snprintf(pt.reason, sizeof pt.reason, "%s", why);
-        mb_chase_latency_keys(&pt, NULL, NULL, lo->nl);
+        mb_chase_loaded_latency_keys(&pt, NULL, NULL, lo->nl);
         mb_point_null(&pt, "loader_passes_min");
         mb_point_null(&pt, "window_seconds");
         fprintf(stderr, "loaded %-5s: %s\n", lo->k->op, pt.reason);
@@ -457,6 +452,13 @@ int mb_loaded_run(mb_run_ctx_t *ctx)
                         "multiple of the pointer spacing (%zu bytes), or full\n",
                 ctx->opt[OPT_GROUP], spacing);
         exit(2);
+    }
+    /* the chaser's core stays free of load (membench.measure.loaded_cpus) */
+    int t = ctx->plan ? mb_thread_on_core_of(ctx->plan, ctx->threads, 0) : -1;
+    if (t > 0) {
+        snprintf(ctx->reason, sizeof ctx->reason, "load thread %d on CPU %d shares the chasing "
+                 "CPU %d's core: choose CPUs off its core", t, ctx->plan[t], ctx->plan[0]);
+        return MB_SKIPPED;
     }
     int maxarr = 1;
     for (int i = 0; i < ctx->nops; i++)

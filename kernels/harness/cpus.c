@@ -244,3 +244,24 @@ size_t mb_line_bytes(void)
         v = 64;
     return (size_t)v;
 }
+
+
+/* The first thread t > 0 of a binding plan that runs on the same physical
+ * core as thread `of` (its SMT sibling, or the same CPU); -1 when none. */
+int mb_thread_on_core_of(const int *plan, int threads, int of)
+{
+    static mb_cpu_t cpus[MB_MAX_CPUS];
+    int n = mb_allowed_cpus(cpus);
+    const mb_cpu_t *own = NULL;
+    for (int i = 0; i < n; i++)
+        if (cpus[i].cpu == plan[of])
+            own = &cpus[i];
+    if (!own)
+        return -1;
+    for (int t = 0; t < threads; t++)
+        for (int i = 0; i < n && t != of; i++)
+            if (cpus[i].cpu == plan[t] && cpus[i].package == own->package &&
+                cpus[i].die == own->die && cpus[i].core == own->core)
+                return t;
+    return -1;
+}

@@ -115,6 +115,8 @@ double mb_hugepage_fraction(const mb_mapping_t *m, int nmaps);
 /* The sum of every last-level cache instance in sysfs, over all CPUs
  * (0 if unknown): STREAM's rule sizes arrays at 4 x this. */
 size_t mb_llc_total_bytes(void);
+/* The first thread of a plan on thread `of`'s physical core, or -1. */
+int mb_thread_on_core_of(const int *plan, int threads, int of);
 /* Cache line bytes (sysfs coherency_line_size of cpu0; 64 when unreadable
  * or not a power of two from a pointer to a page). */
 size_t mb_line_bytes(void);

@@ -12,6 +12,7 @@ so instead of showing a number.
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
@@ -48,7 +49,11 @@ def _placements(cells: pd.DataFrame) -> pd.Series:
 
 
 PAGE_BYTES = {"4k": 4096, "thp": 2**21, "hugetlb-2m": 2**21, "hugetlb-1g": 2**30}
-LATENCY_COLUMNS = ["system", "placement", "pages", "group", "ns", "ns_min", "ns_max", "runs", "working_set_bytes", "source"]
+LATENCY_COLUMNS = ["system", "placement", "pages", "group", "spacing", "ns", "ns_min", "ns_max", "runs", "working_set_bytes", "source"]
+# An idle latency counts as memory when its touched lines are past this
+# many times the LLC (membench.analyse.hierarchy.LLC_REACH: the same rule).
+LLC_REACH = 8
+DEFAULT_SPACING_TEXT = "256 B"
 
 
 def _one_per_placement(cells: pd.DataFrame, choose: str, by: str, size: str) -> pd.DataFrame:
@@ -64,6 +69,7 @@ def _one_per_placement(cells: pd.DataFrame, choose: str, by: str, size: str) -> 
             "placement": chosen["placement"],
             "pages": chosen["pages"],
             "group": chosen["group"],
+            "spacing": chosen["spacing"],
             "ns": chosen["ns_median"],
             "ns_min": chosen["ns_min"],
             "ns_max": chosen["ns_max"],
@@ -78,6 +84,10 @@ def _with_group(cells: pd.DataFrame) -> pd.DataFrame:
     """The chase group of each latency cell as text ("256 KiB", "full");
     runs recorded before the group was an axis had multichase-unlike 64 KiB
     groups and say that it is unknown."""
+    if "chase_spacing_requested" in cells:
+        cells = cells.assign(spacing=cells["chase_spacing_requested"].map(lambda s: "spacing not recorded" if pd.isna(s) else f"{int(s)} B"))
+    else:
+        cells = cells.assign(spacing="spacing not recorded")
     if "chase_group_requested" not in cells:
         return cells.assign(group="group not recorded")
     return cells.assign(group=cells["chase_group_requested"].map(lambda g: "group not recorded" if pd.isna(g) else group_text(g)))
@@ -100,6 +110,33 @@ def _prefer_default_group(cells: pd.DataFrame) -> pd.DataFrame:
     return cells[(cells["group"] == default) | ~has_default]
 
 
+def _prefer_default_spacing(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per (system, placement, pages) only the default-spacing cells (one
+    pointer per 256 B, multichase's stride) when there are any: several
+    spacings at the largest working set give one latency, named."""
+    has_default = (cells["spacing"] == DEFAULT_SPACING_TEXT).groupby(_keys(cells)).transform("any")
+    return cells[(cells["spacing"] == DEFAULT_SPACING_TEXT) | ~has_default]
+
+
+def touched_lines(working_set: float, spacing: str, line_bytes: int = 64) -> float:
+    """Bytes of lines a chase of this span touches (one line per pointer)."""
+    if not spacing.endswith(" B"):
+        return working_set
+    return working_set * line_bytes / max(int(spacing.removesuffix(" B")), line_bytes)
+
+
+def reach_flag(latency: pd.Series, llc_bytes: int | None, line_bytes: int = 64) -> str | None:
+    """"⚑ ..." when the idle latency's working set (in touched lines) is
+    short of LLC_REACH x the LLC: it may hold cache hits; None when it is,
+    or when the LLC is not known."""
+    if not llc_bytes:
+        return None
+    lines = touched_lines(latency["working_set_bytes"], latency["spacing"], line_bytes)
+    if lines >= LLC_REACH * llc_bytes:
+        return None
+    return f"⚑ {size_text(int(lines))} of lines, short of {LLC_REACH} × the LLC ({size_text(LLC_REACH * llc_bytes)})"
+
+
 def latency_spread(latency: pd.Series) -> str:
     """"median of 10 runs; 108.0–113.2 ns (−1.9 %/+2.8 %)"."""
     ns, low, high = latency["ns"], latency["ns_min"], latency["ns_max"]
@@ -116,14 +153,21 @@ def locality_text(group: str) -> str:
     return group if group.endswith("recorded") else f"{group} groups"
 
 
+def spacing_text(spacing: str) -> str:
+    """"one pointer per 256 B", "spacing not recorded"."""
+    return f"one pointer per {spacing}" if spacing.endswith(" B") else spacing
+
+
 def idle_source(latency: pd.Series) -> str:
-    """What an idle latency is: "idle chase, 4k pages, 256 KiB groups,
-    local, 1 GiB"."""
+    """What an idle latency is: "idle chase, 4k pages, 256 KiB groups, one
+    pointer per 256 B, local, 1 GiB", and its flag when not past 8 x LLC."""
     where = f"{latency['placement']}, {size_text(latency['working_set_bytes'])}"
-    return f"idle chase, {latency['pages']} pages, {locality_text(latency['group'])}, {where}"
+    spacing = spacing_text(latency.get("spacing", "spacing not recorded"))
+    flag = latency.get("flag")
+    return f"idle chase, {latency['pages']} pages, {locality_text(latency['group'])}, {spacing}, {where}" + (f" {flag}" if isinstance(flag, str) else "")
 
 
-def idle_latencies(cells: pd.DataFrame) -> pd.DataFrame:
+def idle_latencies(cells: pd.DataFrame, llc_bytes: dict[str, int] | None = None, line_bytes: dict[str, int] | None = None) -> pd.DataFrame:
     """Per (system, placement, pages): the random chase at the largest
     working set its group reached, with where it came from. Groups whose
     largest working set is within DRAM_REACH of the largest any group
@@ -136,16 +180,39 @@ def idle_latencies(cells: pd.DataFrame) -> pd.DataFrame:
         group_largest = chase.groupby(_keys(chase) + ["group"])["working_set_bytes"].transform("max")
         chase = chase[chase["working_set_bytes"] == group_largest]
         overall = chase.groupby(_keys(chase))["working_set_bytes"].transform("max")
-        chase = _prefer_default_group(chase[chase["working_set_bytes"] * DRAM_REACH >= overall])
-    return _one_per_placement(chase, "idxmax", "working_set_bytes", "working_set_bytes")
+        chase = _prefer_default_spacing(_prefer_default_group(chase[chase["working_set_bytes"] * DRAM_REACH >= overall]))
+    latencies = _one_per_placement(chase, "idxmax", "working_set_bytes", "working_set_bytes")
+    latencies["flag"] = [
+        reach_flag(row, (llc_bytes or {}).get(row["system"]), (line_bytes or {}).get(row["system"], 64)) for _, row in latencies.iterrows()
+    ]  # an idle latency not past 8 x LLC is flagged wherever it is used
+    return latencies
+
+
+def read_share(op: str, variant: str = "default") -> float:
+    """The share of a kernel's STREAM-counted bytes that memory reads,
+    write-allocate reads included: 1 for ordinary stores (a line written is
+    a line read first: triad's 16 read + 8 written bytes are 24 read from
+    memory), reads / (reads + writes) for non-temporal stores (r2w1nt, the
+    nt variants), where the written bytes are not read."""
+    match = re.fullmatch(r"r(\d+)w(\d+)(nt)?", op)
+    if not match:
+        return 1.0  # triad, read, copy, ...: ordinary stores or reads only
+    reads, writes = int(match[1]), int(match[2])
+    nontemporal = bool(match[3]) or str(variant).startswith("nt")
+    return reads / (reads + writes) if nontemporal and writes else 1.0
 
 
 def loaded_latencies(cells: pd.DataFrame) -> pd.DataFrame:
     """Per (system, placement, pages): the chasing thread's latency under
-    the heaviest load measured (the most GB/s the load threads moved)."""
+    the heaviest load measured, by read traffic (the bytes memory read for
+    the load threads, write-allocate reads included: comparable across
+    read:write mixes, where the STREAM count is not)."""
     loaded = cells[cells["kernel"].isin(families.named(lambda f: f.metric == families.LOADED)) & (cells["n_ok"] > 0)]
     loaded = _prefer_default_group(_with_group(loaded)) if not loaded.empty else loaded
-    return _one_per_placement(loaded, "idxmax", "gbps_mean", "size_bytes")
+    if not loaded.empty:
+        variants = loaded["variant"] if "variant" in loaded else pd.Series("default", index=loaded.index)
+        loaded = loaded.assign(read_gbps=[g * read_share(op, v) for g, op, v in zip(loaded["gbps_mean"], loaded["op"], variants)])
+    return _one_per_placement(loaded, "idxmax", "read_gbps", "size_bytes")
 
 
 def _match(latencies: pd.DataFrame, system: str, placement: str, pages: str) -> pd.Series | None:
@@ -160,7 +227,7 @@ def _match(latencies: pd.DataFrame, system: str, placement: str, pages: str) -> 
     return same.iloc[same["pages"].map(lambda p: PAGE_BYTES.get(p, math.inf)).argmin()]
 
 
-def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd.DataFrame:
+def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int], llc_bytes: dict[str, int] | None = None) -> pd.DataFrame:
     """One row per bandwidth cell (and op): GB/s x ns = bytes in flight,
     / line size = cache lines, / threads = lines per thread. The bandwidth
     is the read traffic: the kernel's reads plus its write-allocate reads
@@ -169,7 +236,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd
     (write_traffic_gbps), not counted. Write-allocate is a model (the
     kernel table's: none for NT stores or read-modify-write; some CPUs also
     skip it for full-line writes)."""
-    latencies = idle_latencies(cells)
+    latencies = idle_latencies(cells, llc_bytes, line_bytes)
     loaded = loaded_latencies(cells)
     bandwidth = cells[cells["kernel"].isin(families.named(lambda f: f.bandwidth)) & (cells["n_ok"] > 0)]
     rows = []
@@ -224,7 +291,8 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd
                 loaded_latency_ns=under_load["ns"],
                 lines_in_flight_loaded=traffic * under_load["ns"] / line_bytes[row.system],
                 loaded_latency_source=(
-                    f"loaded chase, heaviest load, {under_load['pages']} pages, {locality_text(under_load['group'])} "
+                    f"loaded chase, heaviest load by read traffic, {under_load['pages']} pages, {locality_text(under_load['group'])}, "
+                    f"{spacing_text(under_load['spacing'])} "
                     f"({under_load['source']}; {latency_spread(under_load)})"
                 ),
             )

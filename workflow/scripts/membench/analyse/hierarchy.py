@@ -2,11 +2,16 @@
 the chase's working-set sweep.
 
 Levels come from the data: the sweep's latency curve is cut into plateaus
-(runs of points whose latency stays flat), and each plateau is named by the
-cache sizes sysfs reports: the smallest level whose size holds the
-plateau's last working set, or memory beyond the last-level cache. A level
-with no plateau is "not found", a second plateau within one level is shown
-as unassigned: nothing is filled in from what a level should be.
+(runs of points whose latency stays flat). Memory is the final flat plateau
+that extends to the largest working set, past the sysfs last-level cache
+(issue 30): where it begins well before the sysfs LLC (a VM's share of a
+host L3 ends early), the row says so with both figures, and a sweep whose
+largest working set is not past 8 x the LLC is flagged. The other plateaus
+are named by the cache sizes sysfs reports, which are annotations: the
+smallest level whose size holds the plateau's last working set. A level
+with no plateau is "not found" (memory: "could not be reached" when the
+sweep never passed the LLC), a second plateau within one level is shown as
+unassigned: nothing is filled in from what a level should be.
 Cycles are ns x the core clock measured by the chase itself (a dependent
 add chain: a VM has no cycle counters to read), and said so.
 """
@@ -31,6 +36,12 @@ from membench.plan import families
 # far less.
 FLAT = 0.25
 MEMORY = "memory"
+# An idle (memory) latency counts as past the caches when its working set
+# (in touched lines) is past this many times the LLC instance the chasing
+# CPU uses; the default sweep (size: auto) reaches it.
+LLC_REACH = 8
+# The memory plateau begins "well before" the sysfs LLC at this share of it or below.
+WELL_BEFORE = 0.5
 
 
 @dataclass(frozen=True)
@@ -100,14 +111,29 @@ def cache_levels(topology: dict) -> list[tuple[str, int]]:
     return [(f"L{level}", sizes[level]) for level in sorted(sizes)]
 
 
+def memory_plateau(found: list[Plateau], levels: list[tuple[str, int]]) -> Plateau | None:
+    """The final flat plateau, when it extends to the largest working set
+    and that lies past the sysfs last-level cache: memory, wherever the
+    plateau begins (the sysfs sizes are annotations)."""
+    if not found or found[-1].next_bytes is not None:
+        return None
+    llc = levels[-1][1] if levels else 0
+    return found[-1] if found[-1].last_bytes > llc else None
+
+
 def name_plateaus(found: list[Plateau], levels: list[tuple[str, int]]) -> dict[str, Plateau | None]:
-    """Each cache level and memory -> its plateau (the first that falls in
-    it) or None; plateaus that fall in an already named level are returned
-    under "unassigned N"."""
+    """Each cache level and memory -> its plateau or None: memory the final
+    plateau (memory_plateau), each cache level the first of the others that
+    falls in it; plateaus that fall in an already named level, or past the
+    LLC without reaching the end of the sweep, are returned under
+    "unassigned N"."""
     named: dict[str, Plateau | None] = {name: None for name, _ in levels}
-    named[MEMORY] = None
+    memory = memory_plateau(found, levels)
+    named[MEMORY] = memory
     extra = 0
     for plateau in found:
+        if plateau is memory:
+            continue
         level = next((name for name, size in levels if plateau.last_bytes <= size), MEMORY)
         if level == MEMORY and levels and plateau.first_bytes < levels[-1][1]:
             level = "unassigned"  # straddles the last-level cache: neither cache nor memory
@@ -119,12 +145,52 @@ def name_plateaus(found: list[Plateau], levels: list[tuple[str, int]]) -> dict[s
     return named
 
 
+def memory_reach(largest: int | None, llc: int | None) -> str | None:
+    """Why a memory latency at this working set (bytes of lines) may not be
+    past the caches, or None when it is: at least LLC_REACH x the LLC."""
+    if not llc or largest is None or largest >= LLC_REACH * llc:
+        return None
+    return (
+        f"⚑ largest working set {size_text(largest)} of lines is short of {LLC_REACH} × the LLC "
+        f"({size_text(LLC_REACH * llc)}; sysfs LLC {size_text(llc)})"
+    )
+
+
+def memory_derivation(plateau: Plateau | None, llc: int | None, largest: int | None, before: Plateau | None, note: str = "") -> str:
+    """How the memory row was found, or why it was not."""
+    if plateau is None:
+        if largest is not None and llc and largest <= llc:
+            return (
+                f"could not be reached: the sweep ends at {size_text(largest)}{note}, not past the last-level cache "
+                f"(sysfs {size_text(llc)}); size: auto sweeps to {LLC_REACH} × the LLC"
+            )
+        if largest is not None:
+            return f"no flat plateau reaching the largest working set ({size_text(largest)}{note}) past the last-level cache: not found"
+        return "no plateau found"
+    text = (
+        f"final plateau {size_text(plateau.first_bytes)}–{size_text(plateau.last_bytes)}{note} ({plateau.points} points), "
+        "to the largest working set"
+    )
+    if llc:
+        text += f", past the sysfs LLC {size_text(llc)}"
+        if plateau.first_bytes <= WELL_BEFORE * llc:
+            cache_end = before.last_bytes if before is not None else None
+            text += (
+                f"; the caches end well before sysfs says: memory latency from {size_text(plateau.first_bytes)} of lines"
+                + (f" (the last cache plateau ends at {size_text(cache_end)})" if cache_end else "")
+                + f" against a sysfs LLC of {size_text(llc)}: an effective cache smaller than reported (a VM's share of a host L3?)"
+            )
+    if (flag := memory_reach(largest, llc)) is not None:
+        text += f"; {flag}"
+    return text
+
+
 def derivation(name: str, plateau: Plateau | None, sizes: dict[str, int], largest: int | None, note: str = "") -> str:
     """How a row was found; sizes are bytes of lines touched (`note` says
     so when they differ from the working set's span)."""
     if plateau is None:
         if name == MEMORY and largest is not None:
-            return f"no plateau past the last-level cache up to {size_text(largest)}{note}: not found"
+            return memory_derivation(None, max(sizes.values(), default=None), largest, None, note)
         return "no plateau found" + (f" (sysfs {size_text(sizes[name])})" if name in sizes else "")
     text = f"plateau {size_text(plateau.first_bytes)}–{size_text(plateau.last_bytes)}{note} ({plateau.points} points)"
     if plateau.next_bytes is not None:
@@ -197,6 +263,29 @@ def matrix_memory_rows(cells: pd.DataFrame, system: str) -> dict[str, dict[str, 
     return rows
 
 
+def policy_memory_rows(cells: pd.DataFrame, system: str, levels: list[tuple[str, int]], line_bytes: int) -> dict[str, dict[str, dict]]:
+    """Local and remote memory from chase sweeps under `policy: local` and
+    `policy: remote` (issue 30: not only from node x node matrices): the
+    memory plateau of each sweep (the final flat plateau past the LLC),
+    level -> pages -> {"ns", "derivation"}; empty when none was measured."""
+    chase = cells[(cells["system"] == system) & (cells["kernel"] == "chase") & (cells["op"] == "random") & (cells["n_ok"] > 0)]
+    if chase.empty or "ns_median" not in chase:
+        return {}
+    rows: dict[str, dict[str, dict]] = {}
+    llc = levels[-1][1] if levels else None
+    for policy, level in (("local", "local memory"), ("remote", "remote memory")):
+        mine = chase[chase["policy_requested"] == policy]
+        for pages, points in mine.groupby("pages", sort=False):
+            spacing = points["chase_spacing_requested"].iloc[0] if "chase_spacing_requested" in points else None
+            curve = points.groupby("working_set_bytes")["ns_median"].median()
+            lines = touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
+            found = plateaus(lines.values, curve.values)
+            memory = memory_plateau(found, levels)
+            text = memory_derivation(memory, llc, int(lines.max()), None, " of lines" if lines.ne(curve.index.to_series()).any() else "")
+            rows.setdefault(level, {})[pages] = {"ns": memory.ns if memory else None, "derivation": f"policy {policy}: {text}"}
+    return rows
+
+
 def _cycles(ns: float | None, ghz: float | None) -> float | None:
     return None if ns is None or ghz is None else ns * ghz
 
@@ -223,6 +312,10 @@ def hierarchy(
     curves = sweep_curves(cells)
     systems = list(dict.fromkeys([*curves["system"], *(extra_rows or {})]))
     systems += [s for s in dict.fromkeys(cells["system"]) if s not in systems and matrix_memory_rows(cells, s)]
+    systems += [
+        s for s in dict.fromkeys(cells["system"])
+        if s not in systems and policy_memory_rows(cells, s, cache_levels(topologies.get(s, {})), 64)
+    ]  # fmt: skip
     out = []
     for system in systems:
         mine = curves[curves["system"] == system]
@@ -237,20 +330,31 @@ def hierarchy(
             spacing = points["chase_spacing_requested"].iloc[0] if "chase_spacing_requested" in points else None
             curve = points.groupby("working_set_bytes")["ns_median"].median()
             lines = touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
-            named = name_plateaus(plateaus(lines.values, curve.values), levels)
+            found = plateaus(lines.values, curve.values)
+            named = name_plateaus(found, levels)
             note = (
                 f" of lines (one pointer per {int(spacing)} B: spans {int(spacing) // line_bytes}× larger)"
                 if lines.ne(curve.index.to_series()).any() else ""
             )
+            llc = levels[-1][1] if levels else None
             for name, plateau in named.items():
                 row = rows.setdefault(name, {"level": name, "per_pages": {}})
                 ns = plateau.ns if plateau else None
+                if name == MEMORY:
+                    before = found[found.index(plateau) - 1] if plateau is not None and found.index(plateau) > 0 else None
+                    text = memory_derivation(plateau, llc, int(lines.max()), before, note)
+                else:
+                    text = derivation(name, plateau, sizes, int(lines.max()), note)
                 row["per_pages"][page] = {
                     "ns": ns,
                     "cycles": _cycles(ns, clock["ghz"]),
-                    "derivation": derivation(name, plateau, sizes, int(lines.max()), note),
-                }
+                    "derivation": text,
+                    **({"flag": memory_reach(int(lines.max()), llc), "largest_lines": int(lines.max()),
+                        "reached": plateau is not None or not llc or int(lines.max()) > llc} if name == MEMORY else {}),
+                }  # fmt: skip
         matrix_rows = matrix_memory_rows(cells, system)
+        for level, per_pages in policy_memory_rows(cells, system, levels, line_bytes).items():
+            matrix_rows.setdefault(level, per_pages)  # a node matrix, where measured, gives these rows
         for per_pages in matrix_rows.values():
             pages += [page for page in per_pages if page not in pages]
         pages = pages or ["4k"]

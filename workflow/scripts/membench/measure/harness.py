@@ -20,7 +20,7 @@ from pathlib import Path
 
 from membench import SCHEMA_VERSION, __version__
 from membench.plan import c2c_pairs, families
-from membench.measure import memory, options
+from membench.measure import loaded_cpus, memory, options
 from membench.plan import variants
 from membench.plan.request import Request
 from membench.core import paths
@@ -46,6 +46,26 @@ def auto_size(topology: dict) -> int:
     cache instance (12 L3s on an EPYC Genoa socket, one per socket on a
     Xeon), and at least 256 MiB."""
     return max(4 * llc_total_bytes(topology), AUTO_SIZE_FLOOR)
+
+
+# The chase's default reach: its touched lines go this many times past the
+# LLC instance the chasing CPU uses, so that the memory plateau has points
+# (issue 30); DESIGN section 5.
+CHASE_LLC_REACH = 8
+
+
+def chase_auto_size(topology: dict, spacing: int, available: int | None = None) -> int:
+    """The chase's `size: auto`: a working set whose touched lines (one
+    line per pointer, one pointer per `spacing` bytes) are CHASE_LLC_REACH x
+    the chasing CPU's LLC instance (topology llc_bytes, cpu0's), at least
+    the STREAM floor; bounded by half the memory this process may still
+    allocate, in whole pointer slots."""
+    llc = topology.get("llc_bytes") or 0
+    line = topology.get("line_bytes") or 64
+    size = max(CHASE_LLC_REACH * llc * max(spacing, line) // line, AUTO_SIZE_FLOOR)
+    if available:
+        size = min(size, available // 2)
+    return max(size // spacing * spacing, spacing)
 
 
 def _thread_nodes(affinity: str, threads: int, allowed: list[int], topology: dict) -> set[int]:
@@ -106,6 +126,8 @@ def resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict,
     affinity = request.affinity
     threads = resolve_threads(request.threads, request.affinity, allowed, topology)
     size = auto_size(topology) if request.size == "auto" else request.size
+    if request.kernel == "chase" and request.size == "auto":
+        size = chase_auto_size(topology, request.chase_spacing, memory.host_memory().available)
     if affinity.startswith("node:"):
         node = int(affinity.removeprefix("node:"))
         cpus = node_cpus(node, allowed, topology)
@@ -115,6 +137,11 @@ def resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict,
                 f"affinity {affinity}: no usable CPUs on node {node} (nodes with CPUs: {nodes})"
             )
         affinity = "cpus:" + ",".join(map(str, cpus))
+    if request.kernel == "loaded" and threads >= 2:  # the chaser's core carries no load
+        cpus, why = loaded_cpus.place(request.threads, threads, affinity, allowed, topology)
+        if why:
+            return {"threads": threads, "size": size, "policy": request.policy, "affinity": affinity}, why
+        threads, affinity = len(cpus), "cpus:" + ",".join(map(str, cpus))
     resolved = {"threads": threads, "size": size, "policy": request.policy, "affinity": affinity}
     if threads > len(allowed):
         return resolved, f"{threads} threads requested but only {len(allowed)} CPUs are available"

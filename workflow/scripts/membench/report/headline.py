@@ -129,6 +129,8 @@ def idle_latency_entries(latencies: pd.DataFrame) -> list[dict]:
             "placement": row["placement"],
             "pages": row["pages"],
             "group": row["group"],
+            "spacing": row.get("spacing", "spacing not recorded"),
+            "flag": row.get("flag") if isinstance(row.get("flag"), str) else None,
             "ns": float(row["ns"]),
             "runs": int(row["runs"]),
             "link": "#idle-latency",
@@ -171,7 +173,8 @@ def hierarchy_headline(levels: dict | None) -> list[dict]:
     for row in levels["rows"]:
         one = row["per_pages"].get(pages)
         if one and one["ns"] is not None and not row["level"].startswith("unassigned"):
-            found.append({"level": row["level"], "ns": one["ns"], "cycles": one["cycles"], "pages": pages, "link": "#hierarchy"})
+            found.append({"level": row["level"], "ns": one["ns"], "cycles": one["cycles"], "pages": pages, "link": "#hierarchy",
+                          "flag": one.get("flag")})  # fmt: skip
     return found
 
 

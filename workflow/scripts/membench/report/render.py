@@ -201,7 +201,8 @@ def build_context(
     line_bytes = {name: system["topology"]["line_bytes"] for name, system in systems.items()}
     peaks = system_peaks(systems, config.get("systems"))
     shares = cell_shares(cells, peaks)
-    ec = concurrency_needed(effective_concurrency(cells, line_bytes), shares, line_bytes)
+    llc_bytes = {name: system["topology"].get("llc_bytes") for name, system in systems.items()}
+    ec = concurrency_needed(effective_concurrency(cells, line_bytes, llc_bytes), shares, line_bytes)
     experiments = []
     shown = mark_in_cache(cells)  # every table names an in-cache cell's size with its mark
     for name, spec in config["experiments"].items():
@@ -226,7 +227,7 @@ def build_context(
                 "matrices": _matrices(cells, problems, systems, name) if node_pairs.uses_pairs(spec) else [],
             }
         )
-    latencies = idle_latencies(cells)
+    latencies = idle_latencies(cells, llc_bytes, line_bytes)
     best = best_shares(shares)
     levels = hierarchy(cells, {name: system["topology"] for name, system in systems.items()}, measured_clocks(cells),
                        c2c_hierarchy_rows(c2c_classes))

@@ -214,13 +214,15 @@ def idle_latency_table(latencies: pd.DataFrame) -> dict:
             "The random chase at the largest working set measured, with the reference tools' 256 KiB groups when "
             "measured (ns per dependent load: the median over repetitions, each its stretch-min-mean: every stretch "
             "of the cycle at its fastest walk; "
-            "min–max and their distance from the median show the spread)."
+            "min–max and their distance from the median show the spread). The group and the pointer spacing are named; a working set whose "
+            "lines are short of 8 × the last-level cache is flagged ⚑ (it may hold cache hits)."
         ),
-        "columns": ["system", "placement", "pages", "group", "ns per load", "runs", "min–max ns", "spread", "working set", "cell"],
+        "columns": ["system", "placement", "pages", "group", "spacing", "ns per load", "runs", "min–max ns", "spread", "working set", "cell"],
         "rows": [
             [
-                r.system, r.placement, r.pages, r.group, number(r.ns, 1), str(r.runs), f"{number(r.ns_min, 1)}–{number(r.ns_max, 1)}",
-                f"{100 * (r.ns_min / r.ns - 1):+.1f} %/{100 * (r.ns_max / r.ns - 1):+.1f} %", size_text(r.working_set_bytes), r.source,
+                r.system, r.placement, r.pages, r.group, getattr(r, "spacing", "spacing not recorded"), number(r.ns, 1), str(r.runs),
+                f"{number(r.ns_min, 1)}–{number(r.ns_max, 1)}", f"{100 * (r.ns_min / r.ns - 1):+.1f} %/{100 * (r.ns_max / r.ns - 1):+.1f} %",
+                size_text(r.working_set_bytes) + (f" {r.flag}" if isinstance(getattr(r, "flag", None), str) else ""), r.source,
             ]
             for r in latencies.itertuples()
         ],  # fmt: skip
