@@ -31,7 +31,8 @@ from scipy.stats import chi2_contingency
 
 from membench.store import collect
 from membench.analyse import modes
-from membench.compare.stats import METRICS, compare_values
+from membench.compare.stats import METRICS
+from membench.compare import verdicts as row_verdicts
 from membench.store.placement_classes import FACTORS, factor_levels
 
 KNOBS = [
@@ -47,7 +48,7 @@ SEP = "\x1f"  # between the knobs of a key
 ROW_KEYS = [
     "system", "system_base", "system_new", "experiment", "cell", "op", "metric", "unit", "working_set_bytes",
     "placement_class", "n_base", "n_new", "median_base", "median_new", "ratio", "ratio_low", "ratio_high",
-    "p_value", "verdict", "threshold", "confidence", "row_confidence", "n_needed", "placement_differs", "multimodal",
+    "p_value", "spread", "detectable", "verdict", "threshold", "confidence", "row_confidence", "n_needed", "placement_differs", "multimodal",
     "confounded",
     "notes", "knobs",
 ]  # fmt: skip
@@ -402,19 +403,18 @@ def _effect(row: dict) -> float:
 
 
 def decide(groups: list[list[dict]], *, threshold: float, confidence: float) -> list[dict]:
-    """The statistics of every row (membench.compare.stats), at a per-row
-    level that makes `confidence` hold for all rows together (Bonferroni:
-    1 - (1 - confidence) / rows), so that a comparison of many cells with
-    no change is wholly `same`/`undecided` with probability >= confidence;
-    rows ordered changes first."""
-    count = sum(len(group) for group in groups)
-    level = 1 - (1 - confidence) / max(count, 1)
+    """The verdict of every row (membench.compare.verdicts: Welch's interval
+    on log values, Holm over every row, so that `confidence` holds for the
+    whole comparison); rows ordered changes first."""
+    rows = []
     for group in groups:
         for row in group:
             b_vals, n_vals = row.pop("_values")
-            higher = row.pop("_higher")
-            row.update(compare_values(b_vals, n_vals, higher_is_better=higher, threshold=threshold, confidence=level),
-                       threshold=threshold, confidence=confidence, row_confidence=level)  # fmt: skip
+            row.update(row_verdicts.row_statistics(b_vals, n_vals))
+            rows.append(row)
+    level = row_verdicts.decide_rows(rows, threshold=threshold, confidence=confidence)
+    for row in rows:
+        row.update(threshold=threshold, confidence=confidence, row_confidence=level)
     return ordered(groups)
 
 
