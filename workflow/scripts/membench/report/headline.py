@@ -13,6 +13,7 @@ import math
 import pandas as pd
 
 from membench.analyse.concurrency import LATENCY_KERNEL
+from membench.analyse.modes import MIN_RUNS
 
 # Families whose records are latencies or transfers, not bandwidth.
 NOT_BANDWIDTH = (LATENCY_KERNEL, "loaded", "c2c")
@@ -176,8 +177,18 @@ VERDICT_WORDS = {
     "unexplained": "with modes nothing recorded explains",
     "explained": "with modes placement explains",
     "same placement": "with modes under one placement",
-    "too few": "too few runs to tell",
 }
+
+
+def _few_runs_text(few: pd.DataFrame) -> str:
+    """Cells with too few runs to tell modes: how far their runs spread, and
+    how many more runs would tell modes."""
+    spread = few["spread"].astype(float).max() if "spread" in few else math.nan
+    n = int(few["n"].min())
+    cells = f"{len(few)} cell{'s' if len(few) != 1 else ''}"
+    if not _known(spread):
+        return f"{cells} at {n} run{'s' if n != 1 else ''}: {MIN_RUNS - n} more to tell modes"
+    return f"{cells} within ±{spread:.1%} at {n} runs ({MIN_RUNS - n} more to tell modes)"
 
 
 def experiment_verdicts(cells: pd.DataFrame, modes: pd.DataFrame | None, experiments: list[str]) -> list[dict]:
@@ -190,14 +201,19 @@ def experiment_verdicts(cells: pd.DataFrame, modes: pd.DataFrame | None, experim
             continue
         parts = []
         if modes is not None and not modes.empty:
-            verdicts = modes.loc[modes["experiment"] == name, "verdict"].value_counts()
+            here = modes[modes["experiment"] == name]
+            verdicts = here["verdict"].value_counts()
             several = {v: int(n) for v, n in verdicts.items() if v in VERDICT_WORDS}
-            if verdicts.sum():
-                parts.append(
-                    ", ".join(f"{n} {VERDICT_WORDS[v]}" for v, n in several.items())
-                    if several
-                    else "one mode in every cell"
-                )
+            few = here[here["verdict"] == "too few"]
+            told = []
+            if several:
+                told.append(", ".join(f"{n} {VERDICT_WORDS[v]}" for v, n in several.items()))
+            elif verdicts.sum() > len(few):
+                told.append("one mode in every cell" if few.empty else f"one mode in {verdicts.sum() - len(few)} cells")
+            if not few.empty:
+                told.append(_few_runs_text(few))
+            if told:
+                parts.append("; ".join(told))
         cell_ids = mine.drop_duplicates("cell")
         skipped = int((mine.groupby("cell")["n_skipped"].sum() > 0).sum())
         failed = int((mine.groupby("cell")["n_failed"].sum() > 0).sum())
