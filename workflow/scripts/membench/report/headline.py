@@ -161,15 +161,24 @@ def concurrency_at_peak(ec: pd.DataFrame, peak: dict | None) -> dict | None:
 def hierarchy_headline(levels: dict | None) -> list[dict]:
     """The levels the sweep found, for the smallest pages measured: "L1
     1.2 ns", ..., linked to the hierarchy table; levels not found are left
-    to the table, which says so."""
+    to the table, which says so. The cache-to-cache rows, whose names are
+    long, are one entry: their range ("c2c 44.0–150.0 ns"), before memory."""
     if not levels:
         return []
     pages = levels["pages"][0]
-    found = []
+    found, c2c = [], []
     for row in levels["rows"]:
         one = row["per_pages"].get(pages)
-        if one and one["ns"] is not None and not row["level"].startswith("unassigned"):
-            found.append({"level": row["level"], "ns": one["ns"], "cycles": one["cycles"], "pages": pages, "link": "#hierarchy"})
+        if not one or one["ns"] is None or row["level"].startswith("unassigned"):
+            continue
+        entry = {"level": row["level"], "ns": one["ns"], "upto": None, "pages": pages, "link": "#hierarchy"}
+        (c2c if row["level"].startswith("c2c") else found).append(entry)
+    if c2c:
+        values = [e["ns"] for e in c2c]
+        entry = {"level": "c2c", "ns": min(values), "upto": max(values) if max(values) > min(values) else None,
+                 "pages": pages, "link": "#hierarchy"}  # fmt: skip
+        at = next((i for i, e in enumerate(found) if e["level"] == "memory"), len(found))
+        found.insert(at, entry)
     return found
 
 
