@@ -37,7 +37,7 @@ from scipy.special import digamma, polygamma
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from membench.compare import stats as compare_stats  # noqa: E402
+import rank_interval  # noqa: E402  (bench/, beside this script)
 
 THRESHOLD, ALPHA = 0.02, 0.05
 EDGES = (math.log(1 - THRESHOLD), math.log(1 + THRESHOLD))
@@ -136,7 +136,7 @@ def verdicts(option, pairs):
     if option == "mw-bonf":
         out = []
         for _, b, n, higher in pairs:
-            row = compare_stats.compare_values(np.exp(b), np.exp(n), higher_is_better=higher,
+            row = rank_interval.compare_values(np.exp(b), np.exp(n), higher_is_better=higher,
                                                confidence=1 - ALPHA / m)  # fmt: skip
             out.append(row["verdict"] if row["verdict"] in ("worse", "better") else "other")
         return out

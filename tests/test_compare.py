@@ -21,9 +21,10 @@ import pytest  # noqa: E402
 from conftest import REPO  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tools"))
+sys.path.insert(0, str(REPO / "bench"))
 
 import synthetic_runs  # noqa: E402
-from membench.compare import stats as compare_stats  # noqa: E402
+import rank_interval  # noqa: E402  (the rank interval make compare used before; bench/verdict_options.py measures it)
 from membench.compare import verdicts as row_verdicts  # noqa: E402
 from membench.compare import match as compare
 from membench.compare.output import run_compare  # noqa: E402
@@ -76,9 +77,9 @@ def verdicts(result, where=lambda row: True) -> set[str]:
 
 def test_lower_rank_matches_the_mann_whitney_tables():
     # the rank interval, kept for bench/verdict_options.py: two-sided 0.05 critical values of U
-    assert [compare_stats.lower_rank(n, n, 0.95) for n in (3, 4, 5, 10, 20)] == [0, 1, 3, 24, 128]
-    exact = compare_stats.lower_rank(50, 50, 0.95)
-    assert abs(compare_stats.lower_rank(51, 51, 0.95) - exact * (51 * 51) / 2500) < 40
+    assert [rank_interval.lower_rank(n, n, 0.95) for n in (3, 4, 5, 10, 20)] == [0, 1, 3, 24, 128]
+    exact = rank_interval.lower_rank(50, 50, 0.95)
+    assert abs(rank_interval.lower_rank(51, 51, 0.95) - exact * (51 * 51) / 2500) < 40
 
 
 def rows_of(rng, n, noise, factors, higher=True):
@@ -155,7 +156,7 @@ def test_undecided_says_how_many_runs_would_decide():
 def test_large_samples_use_the_bisection_and_agree_with_every_pair():
     rng = np.random.default_rng(5)
     base, new = rng.normal(0, 1, 1100), rng.normal(0.1, 1, 1000)
-    fast = compare_stats._order_statistics(base, new, [5000, 550000])
+    fast = rank_interval._order_statistics(base, new, [5000, 550000])
     every = np.sort(np.subtract.outer(new, base).ravel())
     assert fast == pytest.approx([every[4999], every[549999]], abs=1e-9)
 

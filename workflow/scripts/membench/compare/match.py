@@ -10,7 +10,7 @@ Cells match on their knobs (KNOBS, plus any other "<knob>_requested" key
 the records of both sides carry), never on file, cell or experiment
 names; --ignore drops knobs from the match (to compare 4k against thp, or
 close against spread). For each matched cell, op (and working set) and
-metric the statistics of membench.compare.stats; the cells whose verified
+metric the statistics of membench.compare.verdicts; the cells whose verified
 placement differs between the sides are marked, and a multimodal cell is
 compared per placement class when recorded placement explains its modes
 (membench.analyse.modes), or said to be confounded when it does not.

@@ -18,7 +18,7 @@ level Holm stopped at, 1 - (1 - confidence) / (rows - rows called changed):
 a row is `worse`/`better` exactly when that interval lies wholly beyond a
 threshold edge, `same` when it lies wholly inside, `undecided` otherwise.
 
-Why this and not the rank interval (membench.compare.stats, what
+Why this and not the rank interval (bench/rank_interval.py, what
 `make compare` used before): the Mann-Whitney interval cannot be narrower
 than its sample sizes allow (at 5 runs a side no interval beyond 99.2 %
 exists, at 3 runs none beyond 90 %), so at a whole comparison's level it
