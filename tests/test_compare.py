@@ -336,3 +336,30 @@ def test_results_compared_with_themselves_exit_zero_and_name_the_config_edit(stu
     if any(r["n_needed"] for r in undecided):
         assert "repeats: " in text and "experiments:" in text
     assert all(r["n_needed"] is None or r["n_needed"] <= row_verdicts.REALISTIC for r in undecided)
+
+
+def test_a_chase_sweep_is_compared_per_hierarchy_level_not_per_point():
+    """A sweep of 19 points (4 KiB to 1 GiB) gives one row per level (L1,
+    L2, L3, memory), each process's points in a level its geometric mean;
+    an L2 15 % slower in every run is worse there and nowhere else."""
+    topology = synthetic_runs.MACHINES["2x16x2"].topology()  # L1 48 KiB, L2 2 MiB, L3 32 MiB
+    rng = np.random.default_rng(7)
+
+    def side(label, l2_factor):
+        rows = []
+        for repeat in range(5):
+            for k in range(12, 31):
+                ws = 2**k
+                ns = 1.2 if ws <= 48 * 2**10 else 4.1 * l2_factor if ws <= 2**21 else 14.8 if ws <= 2**25 else 96.0
+                rows.append({"system": "s", "experiment": "lat", "cell": "lat/c", "kernel": "chase", "op": "random",
+                             "status": "ok", "repeat": repeat, "working_set_bytes": ws, "threads_requested": 1,
+                             "ns_per_load": ns * rng.lognormal(0, 0.01)})  # fmt: skip
+        return compare.Side(label, label, REPO, "s", None, topology, pd.DataFrame(rows))
+
+    found = compare.compare_sides(side("BASE", 1.0), side("NEW", 1.15), ignore=[])
+    rows = compare.decide(found["groups"], threshold=0.02, confidence=0.95)
+    by_level = {r["sweep_level"].split(" ")[0]: r for r in rows}
+    assert len(rows) == 4 and set(by_level) == {"L1", "L2", "L3", "memory"}, [r["sweep_level"] for r in rows]
+    assert by_level["L2"]["verdict"] == "worse" and by_level["L2"]["n_base"] == 5
+    assert {by_level[k]["verdict"] for k in ("L1", "L3", "memory")} <= {"same", "undecided"}
+    assert by_level["L2"]["sweep_level"] == "L2 (6 points 64 KiB–2 MiB)"

@@ -31,14 +31,16 @@ from scipy.stats import chi2_contingency
 
 from membench.store import collect
 from membench.analyse import modes
+from membench.analyse.hierarchy import MEMORY, cache_levels, touched_bytes
 from membench.compare.stats import METRICS
 from membench.compare import verdicts as row_verdicts
+from membench.core.text import size_text
 from membench.store.placement_classes import FACTORS, factor_levels
 
 KNOBS = [
     "kernel", "variant", "op", "threads_requested", "affinity", "policy_requested", "pages", "init",
     "size_requested", "prefetch_distance_requested", "load_delay_requested", "chase_group_requested", "ntimes",
-    "working_set_bytes",
+    "working_set_bytes", "sweep_level",
 ]  # fmt: skip
 NOT_KNOBS = ("pages_requested",)  # "variant" resolves it; `pages` holds what was asked of the harness
 MIN_CLASS_RUNS = 4  # per side: the fewest runs with which a 95 % interval exists
@@ -47,7 +49,7 @@ PARALLEL_CELLS = 200  # cell directories (both sides) from which the sides are r
 SEP = "\x1f"  # between the knobs of a key
 ROW_KEYS = [
     "system", "system_base", "system_new", "experiment", "cell", "op", "metric", "unit", "working_set_bytes",
-    "placement_class", "n_base", "n_new", "median_base", "median_new", "ratio", "ratio_low", "ratio_high",
+    "sweep_level", "placement_class", "n_base", "n_new", "median_base", "median_new", "ratio", "ratio_low", "ratio_high",
     "p_value", "spread", "detectable", "verdict", "threshold", "confidence", "row_confidence", "n_needed", "placement_differs", "multimodal",
     "confounded",
     "notes", "knobs",
@@ -195,7 +197,7 @@ def differing_knobs(b_only: pd.DataFrame, n_only: pd.DataFrame, knobs: list[str]
     the cells found on NEW only: what was changed on purpose, perhaps."""
     found = []
     for knob in knobs:
-        if knob in ("op", "working_set_bytes") or knob not in b_only or knob not in n_only:
+        if knob in ("op", "working_set_bytes", "sweep_level") or knob not in b_only or knob not in n_only:
             continue
         b_values, n_values = set(b_only[knob].dropna().astype(str)), set(n_only[knob].dropna().astype(str))
         if b_values and n_values and not b_values & n_values:
@@ -263,12 +265,70 @@ def _label(side: Side, group: pd.DataFrame, column: str) -> str:
     return "; ".join(names[:2]) + (f" (+{len(names) - 2})" if len(names) > 2 else "") if names else "–"
 
 
+# ------------------------------------------------------------ sweeps
+
+
+def sweep_levels(side: Side) -> pd.Series:
+    """The hierarchy level of each sweep point (a record with a working
+    set): the smallest cache of the side's topology.json that holds the
+    lines the point touches, else memory (membench.analyse.hierarchy's
+    naming, by sysfs sizes, not by plateaus: the same rule on both sides
+    whatever their latencies). None for records without a working set, and
+    for every record when the topology is unknown (points compared one by
+    one, as before)."""
+    table = side.table
+    out = pd.Series(None, index=table.index, dtype=object)
+    if "working_set_bytes" not in table or not side.topology:
+        return out
+    levels = cache_levels(side.topology)
+    line = int(side.topology.get("line_bytes") or 64)
+    spacing = next((table[c] for c in ("chase_spacing", "chase_spacing_requested") if c in table), None)
+    for i in table.index[table["working_set_bytes"].notna()]:
+        ws = int(table.at[i, "working_set_bytes"])
+        touched = int(touched_bytes(pd.Series([ws]), spacing.at[i] if spacing is not None else None, line).iloc[0])
+        out.at[i] = next((name for name, size in levels if touched <= size), MEMORY)
+    return out
+
+
+def per_process(group: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """A sweep level's points as one value per process: the geometric mean
+    of that process's points in the level (the processes stay the unit),
+    on the first record of each process."""
+    if "repeat" not in group or group["working_set_bytes"].nunique() < 2:
+        return group
+    ok = group[group[metric].notna() & (group[metric] > 0)]
+    process = ok["cell"].astype(str) + "/" + ok["repeat"].astype(str) if "cell" in ok else ok["repeat"]
+    first = ok.loc[~process.duplicated()].copy()
+    means = np.exp(np.log(ok[metric].astype(float)).groupby(process, sort=False).mean())
+    first[metric] = means.reindex(process.loc[first.index]).to_numpy()
+    return first
+
+
+def _sweep_text(b_group: pd.DataFrame, n_group: pd.DataFrame, level) -> tuple[str | None, list[str]]:
+    """The level's name with the points it holds; a note when the sides
+    swept different points (only the common ones are compared)."""
+    if level is None:
+        return None, []
+    b_ws, n_ws = set(b_group["working_set_bytes"]), set(n_group["working_set_bytes"])
+    common = sorted(b_ws & n_ws)
+    text = f"{level} ({len(common)} point{'s' if len(common) != 1 else ''}" + (
+        f" {size_text(common[0])}–{size_text(common[-1])})" if len(common) > 1 else f" {size_text(common[0])})" if common else ")")
+    notes = [] if b_ws == n_ws else [f"the sides swept different points in {level}: {len(common)} in common compared"]
+    return text, notes
+
+
 def compare_sides(base: Side, new: Side, *, ignore: list[str]) -> dict:
     """The row groups of one pair of systems (each matched cell and metric,
     then its placement-class rows; statistics not yet computed: decide()
     does), its unmatched cells and notes."""
+    for side in (base, new):  # a sweep is compared per hierarchy level, not per point (README)
+        levels = sweep_levels(side)
+        if levels.notna().any():
+            side.table = side.table.assign(sweep_level=levels)
     b_table, n_table = base.table, new.table
     knobs, notes = knob_columns(b_table, n_table, ignore)
+    if "sweep_level" in b_table and "sweep_level" in n_table:  # points pooled per level, in per_process
+        knobs = [k for k in knobs if k != "working_set_bytes"]
     b_keys, n_keys = _pair_keys(b_table, n_table, knobs)
     problems = _ambiguous(base, b_keys, ignore) + _ambiguous(new, n_keys, ignore)
     if problems:
@@ -283,17 +343,26 @@ def compare_sides(base: Side, new: Side, *, ignore: list[str]) -> dict:
         n_group = n_groups.get(key)
         if n_group is None:
             continue
+        level = _norm(b_group["sweep_level"].iloc[0]) if "sweep_level" in b_group else None
+        sweep, sweep_notes = _sweep_text(b_group, n_group, level)
+        if level is not None:
+            common_ws = set(b_group["working_set_bytes"]) & set(n_group["working_set_bytes"])
+            b_group = b_group[b_group["working_set_bytes"].isin(common_ws)]
+            n_group = n_group[n_group["working_set_bytes"].isin(common_ws)]
+        one_point = "working_set_bytes" in b_group and b_group["working_set_bytes"].nunique() == 1
         common = {
             "system": system, "system_base": base.system, "system_new": new.system,
             "experiment": _label(base, b_group, "experiment"), "cell": _label(base, b_group, "cell"),
             "op": _norm(b_group["op"].iloc[0]) if "op" in b_group else None,
-            "working_set_bytes": _norm(b_group["working_set_bytes"].iloc[0]) if "working_set_bytes" in b_group else None,
-            "knobs": _knob_text(key, knobs),
+            "working_set_bytes": _norm(b_group["working_set_bytes"].iloc[0]) if one_point else None,
+            "sweep_level": sweep, "knobs": _knob_text(key, knobs), "_notes": sweep_notes,
         }  # fmt: skip
         for metric, (unit, higher) in METRICS.items():
-            if metric not in b_group or metric not in n_group:
+            if metric not in b_group or metric not in n_group or b_group.empty:
                 continue
             b_ok, n_ok = b_group[b_group[metric].notna()], n_group[n_group[metric].notna()]
+            if level is not None:
+                b_ok, n_ok = per_process(b_ok, metric), per_process(n_ok, metric)
             if b_ok.empty or n_ok.empty:
                 continue
             levels = (base.levels.reindex(b_ok.index), new.levels.reindex(n_ok.index))
@@ -311,9 +380,10 @@ def compare_sides(base: Side, new: Side, *, ignore: list[str]) -> dict:
 
 
 def _metric_rows(common, b_ok, n_ok, levels, metric, unit, higher, placement_cache) -> list[dict]:
+    common = dict(common)
+    notes = list(common.pop("_notes", []))
     row = {**common, "metric": metric, "unit": unit, "placement_class": "all", "_values": (b_ok[metric], n_ok[metric]),
            "_higher": higher}  # fmt: skip
-    notes = []
     if "cell" in n_ok and set(n_ok["cell"].dropna()) != set(b_ok["cell"].dropna()):
         notes.append(f"NEW cell: {_label(None, n_ok, 'cell')}")
     if "threads" in b_ok and "threads" in n_ok and set(b_ok["threads"]) != set(n_ok["threads"]):
@@ -388,7 +458,7 @@ def _unmatched(side: Side, table, keys, other_keys: set, other_table, other_keys
         out.append({
             "only_on": side.label, "system": side.system, "experiment": _label(side, group, "experiment"),
             "cell": str(cell), "rows": int(group["_key"].nunique()),
-            "knobs": _knob_text(first, knobs, ("op", "working_set_bytes")),
+            "knobs": _knob_text(first, knobs, ("op", "working_set_bytes", "sweep_level")),
             "other_side": why,
         })  # fmt: skip
     return out

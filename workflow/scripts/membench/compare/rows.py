@@ -30,7 +30,9 @@ def spread_text(row: dict) -> str:
 def what_text(row: dict) -> str:
     """cell, op, working set and placement class in one column."""
     parts = [row["cell"], row["op"] or ""]
-    if row["working_set_bytes"] is not None:
+    if row.get("sweep_level"):
+        parts.append(f"sweep {row['sweep_level']}")
+    elif row["working_set_bytes"] is not None:
         parts.append(f"ws={size_text(row['working_set_bytes'])}")
     if row["placement_class"] != "all":
         parts.append(f"[{row['placement_class']}]")
