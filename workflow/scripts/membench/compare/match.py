@@ -31,10 +31,9 @@ from scipy.stats import chi2_contingency
 
 from membench.store import collect
 from membench.analyse import modes
-from membench.analyse.hierarchy import MEMORY, cache_levels, touched_bytes
 from membench.compare.stats import METRICS
 from membench.compare import verdicts as row_verdicts
-from membench.core.text import size_text
+from membench.compare.sweeps import per_process, sweep_levels, sweep_text
 from membench.store.placement_classes import FACTORS, factor_levels
 
 KNOBS = [
@@ -265,64 +264,12 @@ def _label(side: Side, group: pd.DataFrame, column: str) -> str:
     return "; ".join(names[:2]) + (f" (+{len(names) - 2})" if len(names) > 2 else "") if names else "–"
 
 
-# ------------------------------------------------------------ sweeps
-
-
-def sweep_levels(side: Side) -> pd.Series:
-    """The hierarchy level of each sweep point (a record with a working
-    set): the smallest cache of the side's topology.json that holds the
-    lines the point touches, else memory (membench.analyse.hierarchy's
-    naming, by sysfs sizes, not by plateaus: the same rule on both sides
-    whatever their latencies). None for records without a working set, and
-    for every record when the topology is unknown (points compared one by
-    one, as before)."""
-    table = side.table
-    out = pd.Series(None, index=table.index, dtype=object)
-    if "working_set_bytes" not in table or not side.topology:
-        return out
-    levels = cache_levels(side.topology)
-    line = int(side.topology.get("line_bytes") or 64)
-    spacing = next((table[c] for c in ("chase_spacing", "chase_spacing_requested") if c in table), None)
-    for i in table.index[table["working_set_bytes"].notna()]:
-        ws = int(table.at[i, "working_set_bytes"])
-        touched = int(touched_bytes(pd.Series([ws]), spacing.at[i] if spacing is not None else None, line).iloc[0])
-        out.at[i] = next((name for name, size in levels if touched <= size), MEMORY)
-    return out
-
-
-def per_process(group: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """A sweep level's points as one value per process: the geometric mean
-    of that process's points in the level (the processes stay the unit),
-    on the first record of each process."""
-    if "repeat" not in group or group["working_set_bytes"].nunique() < 2:
-        return group
-    ok = group[group[metric].notna() & (group[metric] > 0)]
-    process = ok["cell"].astype(str) + "/" + ok["repeat"].astype(str) if "cell" in ok else ok["repeat"]
-    first = ok.loc[~process.duplicated()].copy()
-    means = np.exp(np.log(ok[metric].astype(float)).groupby(process, sort=False).mean())
-    first[metric] = means.reindex(process.loc[first.index]).to_numpy()
-    return first
-
-
-def _sweep_text(b_group: pd.DataFrame, n_group: pd.DataFrame, level) -> tuple[str | None, list[str]]:
-    """The level's name with the points it holds; a note when the sides
-    swept different points (only the common ones are compared)."""
-    if level is None:
-        return None, []
-    b_ws, n_ws = set(b_group["working_set_bytes"]), set(n_group["working_set_bytes"])
-    common = sorted(b_ws & n_ws)
-    text = f"{level} ({len(common)} point{'s' if len(common) != 1 else ''}" + (
-        f" {size_text(common[0])}–{size_text(common[-1])})" if len(common) > 1 else f" {size_text(common[0])})" if common else ")")
-    notes = [] if b_ws == n_ws else [f"the sides swept different points in {level}: {len(common)} in common compared"]
-    return text, notes
-
-
 def compare_sides(base: Side, new: Side, *, ignore: list[str]) -> dict:
     """The row groups of one pair of systems (each matched cell and metric,
     then its placement-class rows; statistics not yet computed: decide()
     does), its unmatched cells and notes."""
     for side in (base, new):  # a sweep is compared per hierarchy level, not per point (README)
-        levels = sweep_levels(side)
+        levels = sweep_levels(side.table, side.topology)
         if levels.notna().any():
             side.table = side.table.assign(sweep_level=levels)
     b_table, n_table = base.table, new.table
@@ -344,7 +291,7 @@ def compare_sides(base: Side, new: Side, *, ignore: list[str]) -> dict:
         if n_group is None:
             continue
         level = _norm(b_group["sweep_level"].iloc[0]) if "sweep_level" in b_group else None
-        sweep, sweep_notes = _sweep_text(b_group, n_group, level)
+        sweep, sweep_notes = sweep_text(b_group, n_group, level)
         if level is not None:
             common_ws = set(b_group["working_set_bytes"]) & set(n_group["working_set_bytes"])
             b_group = b_group[b_group["working_set_bytes"].isin(common_ws)]
