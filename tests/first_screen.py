@@ -1,6 +1,7 @@
 """Lay a report out in headless Chromium at 1280 x 800 and read back what a
 reader sees: where the summary ends, which of its links lead nowhere, and
-what is wider than the page or than its own box. A helper of the report
+what is wider than the page or than its own box, and which element of a
+summary card runs past the card's edge. A helper of the report
 tests, not a test itself."""
 
 from __future__ import annotations
@@ -28,12 +29,32 @@ for (const t of document.querySelectorAll('table, pre, figure, svg, img')) {
   if (r.right > page + 1 || r.width > box.width + 1)
     wide.push(t.tagName + (t.className && typeof t.className === 'string' ? '.' + t.className : '') + ' ' + Math.round(r.width) + '>' + Math.round(box.width));
 }
+// Every element of a summary card against the card's inner box (its
+// border box less the border): a table that grows past the card, or a line
+// that will not wrap, shows here even when the page itself is not wider.
+// Text cut off inside an element (scrolled or hidden) counts too.
+const outside = [];
+for (const card of summary.querySelectorAll('.headline')) {
+  const box = card.getBoundingClientRect();
+  const style = getComputedStyle(card);
+  const right = box.right - parseFloat(style.borderRightWidth);
+  const left = box.left + parseFloat(style.borderLeftWidth);
+  for (const e of card.querySelectorAll('*')) {
+    const r = e.getBoundingClientRect();
+    const name = e.tagName + (e.className && typeof e.className === 'string' ? '.' + e.className : '');
+    if (r.width && (r.right > right + 0.5 || r.left < left - 0.5))
+      outside.push(card.id + ' ' + name + ' ' + Math.round(r.left) + '-' + Math.round(r.right) + ' outside ' + Math.round(left) + '-' + Math.round(right) + ': ' + e.textContent.trim().slice(0, 60));
+    else if (e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== 'visible')
+      outside.push(card.id + ' ' + name + ' cuts off ' + (e.scrollWidth - e.clientWidth) + ' px: ' + e.textContent.trim().slice(0, 60));
+  }
+  if (right > document.documentElement.clientWidth + 1) outside.push(card.id + ' past the page');
+}
 const numbers = [...summary.querySelectorAll('td.num')].map(td => td.querySelector('a') ? 'linked' : td.textContent.trim());
 document.title = btoa(unescape(encodeURIComponent(JSON.stringify({
   summary_top: summary.getBoundingClientRect().top + window.scrollY,
   summary_bottom: summary.getBoundingClientRect().bottom + window.scrollY,
   links: links, missing: missing, page_width: document.documentElement.scrollWidth,
-  wide: wide, numbers: numbers,
+  wide: wide, outside_card: outside, numbers: numbers,
   text: summary.innerText,
 }))));
 </script>

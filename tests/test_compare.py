@@ -21,9 +21,11 @@ import pytest  # noqa: E402
 from conftest import REPO  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tools"))
+sys.path.insert(0, str(REPO / "bench"))
 
 import synthetic_runs  # noqa: E402
-from membench.compare import stats as compare_stats  # noqa: E402
+import rank_interval  # noqa: E402  (the rank interval make compare used before; bench/verdict_options.py measures it)
+from membench.compare import verdicts as row_verdicts  # noqa: E402
 from membench.compare import match as compare
 from membench.compare.output import run_compare  # noqa: E402
 
@@ -74,48 +76,87 @@ def verdicts(result, where=lambda row: True) -> set[str]:
 
 
 def test_lower_rank_matches_the_mann_whitney_tables():
-    # two-sided 0.05 critical values of U are 2, 23, 127 at n = m = 5, 10, 20
-    assert [compare_stats.lower_rank(n, n, 0.95) for n in (3, 4, 5, 10, 20)] == [0, 1, 3, 24, 128]
-    # the normal approximation above the exact range agrees with it at the border
-    exact = compare_stats.lower_rank(50, 50, 0.95)
-    assert abs(compare_stats.lower_rank(51, 51, 0.95) - exact * (51 * 51) / 2500) < 40
+    # the rank interval, kept for bench/verdict_options.py: two-sided 0.05 critical values of U
+    assert [rank_interval.lower_rank(n, n, 0.95) for n in (3, 4, 5, 10, 20)] == [0, 1, 3, 24, 128]
+    exact = rank_interval.lower_rank(50, 50, 0.95)
+    assert abs(rank_interval.lower_rank(51, 51, 0.95) - exact * (51 * 51) / 2500) < 40
 
 
-def test_one_percent_with_five_runs_is_never_worse():
-    """At the level of one STREAM cell's four rows (95 % for all four):
-    a 1 % slowdown, inside the 2 % threshold, is never called worse at
-    realistic noise (the rate is at most 1.25 % by construction and far
-    lower when the noise is small against the threshold)."""
-    rng = np.random.default_rng(7)
-    level = 1 - 0.05 / 4
-    seen = set()
-    for noise in (0.001, 0.005, 0.01, 0.015, 0.02):
-        for _ in range(300):
-            base = rng.lognormal(0, noise, 5) * 100
-            new = rng.lognormal(0, noise, 5) * 99
-            seen.add(compare_stats.compare_values(base, new, higher_is_better=True, confidence=level)["verdict"])
-    assert "worse" not in seen and {"same", "undecided"} <= seen
+def rows_of(rng, n, noise, factors, higher=True):
+    """One comparison's rows: per factor, n lognormal values a side."""
+    rows = []
+    for factor in factors:
+        base, new = rng.lognormal(0, noise, n) * 100, rng.lognormal(0, noise, n) * 100 * factor
+        rows.append({**row_verdicts.row_statistics(base, new), "_higher": higher})
+    row_verdicts.decide_rows(rows, threshold=0.02, confidence=0.95)
+    return rows
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_no_change_is_called_in_at_most_five_percent_of_comparisons(n):
+    """The stated rate, over 400 seeds of a 40-row comparison at 1-3 % noise:
+    any worse/better row counts as a false alarm of the whole comparison."""
+    alarms = 0
+    for seed in range(400):
+        rng = np.random.default_rng(seed)
+        rows = rows_of(rng, n, [0.01, 0.02, 0.03][seed % 3], [1.0] * 40)
+        alarms += any(r["verdict"] in ("worse", "better") for r in rows)
+    assert alarms / 400 <= 0.05
+
+
+def test_one_percent_at_two_runs_is_never_worse_or_better():
+    for seed in range(300):
+        rows = rows_of(np.random.default_rng(seed), 2, [0.001, 0.005, 0.01][seed % 3], [0.99, 1.01])
+        assert {r["verdict"] for r in rows} <= {"same", "undecided"}, seed
+
+
+def test_one_percent_with_five_runs_is_rarely_worse():
+    """The test that failed for 7 of 20 seeds asserted "never" for one seed;
+    a 1 % change is inside the threshold, so a worse row is a false alarm:
+    over 20 seeds at each noise, at most the stated 5 % of comparisons."""
+    for noise in (0.001, 0.005, 0.01, 0.02):
+        alarms = 0
+        for seed in range(20):
+            rng = np.random.default_rng(seed)
+            alarms += sum(any(r["verdict"] == "worse" for r in rows_of(rng, 5, noise, [0.99] * 4)) for _ in range(20))
+        assert alarms / 400 <= 0.05, noise
+
+
+def test_fifteen_percent_in_all_five_runs_is_worse_among_many_rows():
+    """The issue's case: one cell's 4 ops 15 % slower (all 5 runs), among
+    129 rows, at 1-2 % noise: worse in at least 95 % of seeds."""
+    worse = 0
+    for seed in range(100):
+        rows = rows_of(np.random.default_rng(seed), 5, 0.01 + 0.01 * (seed % 2), [0.85] * 4 + [1.0] * 125)
+        worse += all(r["verdict"] == "worse" for r in rows[:4]) and all(r["verdict"] != "worse" for r in rows[4:])
+    assert worse >= 95
 
 
 def test_latency_is_better_when_lower():
-    base, new = np.linspace(100, 101, 20), np.linspace(80, 81, 20)
-    assert compare_stats.compare_values(base, new, higher_is_better=False)["verdict"] == "better"
-    assert compare_stats.compare_values(base, new, higher_is_better=True)["verdict"] == "worse"
+    base, new = np.linspace(100, 101, 5), np.linspace(80, 81, 5)
+    assert row_verdicts.compare_values(base, new, higher_is_better=False)["verdict"] == "better"
+    assert row_verdicts.compare_values(base, new, higher_is_better=True)["verdict"] == "worse"
+
+
+def test_identical_sides_are_same_when_their_spread_is_inside_the_threshold():
+    values = np.random.default_rng(1).lognormal(0, 0.003, 5) * 100
+    row = row_verdicts.compare_values(values, values, higher_is_better=True)
+    assert row["verdict"] == "same" and row["ratio"] == pytest.approx(1.0)
 
 
 def test_undecided_says_how_many_runs_would_decide():
     rng = np.random.default_rng(3)
-    base, new = rng.lognormal(0, 0.03, 6) * 100, rng.lognormal(0, 0.03, 6) * 97
-    row = compare_stats.compare_values(base, new, higher_is_better=True)
-    assert row["verdict"] == "undecided" and row["n_needed"] > 6
-    too_few = compare_stats.compare_values(base[:3], new[:3], higher_is_better=True)
-    assert too_few["ratio_high"] == math.inf and too_few["verdict"] == "undecided" and too_few["n_needed"] >= 4
+    base, new = rng.lognormal(0, 0.03, 6) * 100, rng.lognormal(0, 0.03, 6) * 90
+    row = row_verdicts.compare_values(base, new, higher_is_better=True, confidence=1 - 0.05 / 100)
+    assert row["verdict"] == "undecided" and 6 < row["n_needed"] <= row_verdicts.REALISTIC
+    too_few = row_verdicts.compare_values(base[:1], new[:1], higher_is_better=True)
+    assert too_few["ratio_high"] == math.inf and too_few["verdict"] == "undecided"
 
 
 def test_large_samples_use_the_bisection_and_agree_with_every_pair():
     rng = np.random.default_rng(5)
     base, new = rng.normal(0, 1, 1100), rng.normal(0.1, 1, 1000)
-    fast = compare_stats._order_statistics(base, new, [5000, 550000])
+    fast = rank_interval._order_statistics(base, new, [5000, 550000])
     every = np.sort(np.subtract.outer(new, base).ravel())
     assert fast == pytest.approx([every[4999], every[549999]], abs=1e-9)
 
@@ -246,3 +287,79 @@ def test_outputs_have_the_documented_columns_and_the_cli_exit_codes(study, tmp_p
     bad = subprocess.run([sys.executable, str(SCRIPT), str(base), f"{new}:nosuch", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert bad.returncode == 2 and "no system 'nosuch'" in bad.stderr
+
+
+# ------------------------------------------------- real runs and planted pairs
+
+REAL20 = REPO / "tests" / "fixtures" / "real20_here.csv"  # 20 repetitions measured on a 2-CPU AMD EPYC VM
+
+
+def test_halves_of_a_real_twenty_repetition_run_are_rarely_called_changed():
+    """One real 20-repetition run (4 cells, 10 rows), split at random into
+    halves of 3, 5 and 10 runs, 200 ways each: comparisons with any worse or
+    better row stay within the stated 5 %."""
+    table = pd.read_csv(REAL20)
+    groups = {key: g.set_index("repeat")["gbps"] for key, g in table.groupby(["cell", "op"])}
+    cells = sorted({cell for cell, _ in groups})
+    for n in (3, 5, 10):
+        rng = np.random.default_rng(n)
+        alarms = 0
+        for _ in range(200):
+            split = {cell: rng.permutation(20) for cell in cells}
+            rows = []
+            for (cell, _), values in groups.items():
+                pick = split[cell]
+                rows.append({**row_verdicts.row_statistics(values.loc[pick[:n]], values.loc[pick[n:2 * n]]),
+                             "_higher": True})  # fmt: skip
+            row_verdicts.decide_rows(rows, threshold=0.02, confidence=0.95)
+            alarms += any(r["verdict"] in ("worse", "better") for r in rows)
+        assert alarms / 200 <= 0.05, n
+
+
+def test_fifteen_percent_slower_in_all_five_runs_is_worse_end_to_end(study, tmp_path):
+    base = side(study, tmp_path, "a", 1, repeats=5)
+    new = side(study, tmp_path, "b", 2, slower(0.85), repeats=5)
+    result, code = run_compare(str(base), str(new), tmp_path / "out", html=False)
+    planted = lambda row: SLOW_CELL in row["cell"] and row["placement_class"] == "all"  # noqa: E731
+    assert verdicts(result, planted) == {"worse"} and code == 1
+    assert verdicts(result, lambda row: not planted(row)) <= {"same", "undecided"}
+    text = (tmp_path / "out" / "compare.txt").read_text()
+    assert "False alarms:" in text and "What the repetitions can tell" in text
+
+
+def test_results_compared_with_themselves_exit_zero_and_name_the_config_edit(study, tmp_path):
+    base = side(study, tmp_path, "a", 1, repeats=3)
+    result, code = run_compare(str(base), str(base), tmp_path / "out", html=False)
+    assert verdicts(result) <= {"same", "undecided"} and code == 0
+    undecided = [r for r in result["rows"] if r["verdict"] == "undecided"]
+    text = (tmp_path / "out" / "compare.txt").read_text()
+    if any(r["n_needed"] for r in undecided):
+        assert "repeats: " in text and "experiments:" in text
+    assert all(r["n_needed"] is None or r["n_needed"] <= row_verdicts.REALISTIC for r in undecided)
+
+
+def test_a_chase_sweep_is_compared_per_hierarchy_level_not_per_point():
+    """A sweep of 19 points (4 KiB to 1 GiB) gives one row per level (L1,
+    L2, L3, memory), each process's points in a level its geometric mean;
+    an L2 15 % slower in every run is worse there and nowhere else."""
+    topology = synthetic_runs.MACHINES["2x16x2"].topology()  # L1 48 KiB, L2 2 MiB, L3 32 MiB
+    rng = np.random.default_rng(7)
+
+    def side(label, l2_factor):
+        rows = []
+        for repeat in range(5):
+            for k in range(12, 31):
+                ws = 2**k
+                ns = 1.2 if ws <= 48 * 2**10 else 4.1 * l2_factor if ws <= 2**21 else 14.8 if ws <= 2**25 else 96.0
+                rows.append({"system": "s", "experiment": "lat", "cell": "lat/c", "kernel": "chase", "op": "random",
+                             "status": "ok", "repeat": repeat, "working_set_bytes": ws, "threads_requested": 1,
+                             "ns_per_load": ns * rng.lognormal(0, 0.01)})  # fmt: skip
+        return compare.Side(label, label, REPO, "s", None, topology, pd.DataFrame(rows))
+
+    found = compare.compare_sides(side("BASE", 1.0), side("NEW", 1.15), ignore=[])
+    rows = compare.decide(found["groups"], threshold=0.02, confidence=0.95)
+    by_level = {r["sweep_level"].split(" ")[0]: r for r in rows}
+    assert len(rows) == 4 and set(by_level) == {"L1", "L2", "L3", "memory"}, [r["sweep_level"] for r in rows]
+    assert by_level["L2"]["verdict"] == "worse" and by_level["L2"]["n_base"] == 5
+    assert {by_level[k]["verdict"] for k in ("L1", "L3", "memory")} <= {"same", "undecided"}
+    assert by_level["L2"]["sweep_level"] == "L2 (6 points 64 KiB–2 MiB)"

@@ -136,3 +136,15 @@ def test_oversubscribed_runs_of_the_os_placement_are_found(planted):
     assert (mine["oversubscribed_cpus"] > 0).sum() >= 2  # seeded: the same runs every time
     cell = cells[(8, "none")]
     assert cell.verdict == "explained" and cell.best_factor == "oversubscribed_cpus"
+
+
+def test_the_first_screen_line_of_a_cell_with_few_runs_says_its_spread():
+    from membench.report.headline import experiment_verdicts
+
+    cells = pd.DataFrame({"experiment": ["e", "e"], "cell": ["e/a", "e/b"], "kernel": ["stream"] * 2,
+                          "n_skipped": [0, 0], "n_failed": [0, 0]})  # fmt: skip
+    found = pd.DataFrame({"experiment": ["e", "e"], "verdict": ["too few", "too few"], "n": [5, 5],
+                          "spread": [0.012, 0.031]})  # fmt: skip
+    (line,) = experiment_verdicts(cells, found, ["e"])
+    assert "too few runs to tell" not in line["text"]
+    assert "2 cells within ±3.1% at 5 runs (3 more to tell modes)" in line["text"]

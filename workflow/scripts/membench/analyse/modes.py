@@ -171,8 +171,11 @@ def cell_modes(ok: pd.DataFrame, metric: str = "gbps", unit: str = "GB/s") -> di
     varying = [f for f in levels if levels[f].fillna("unknown").nunique() > 1]
     kind, sentence = verdict(values, modes, found, unit)
     best = found[0] if found else None
+    median = float(values.median()) if len(values) else math.nan
     return {
         "n": len(values),
+        # half the range over the median: every run lies within ±spread of it
+        "spread": float((values.max() - values.min()) / 2 / median) if median > 0 else math.nan,
         "modes": len(modes) if modes is not None else None,
         "mode_centres": _modes_text(modes, unit),
         "mode_values": ";".join(f"{m.centre:.6g}" for m in modes) if modes else None,
@@ -197,5 +200,5 @@ def modes_table(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         {**dict(zip(keys, key)), "threads": group["threads"].iloc[0], **cell_modes(group)}
         for key, group in ok.groupby(keys, dropna=False, sort=False)
     ]
-    return pd.DataFrame(rows, columns=[*keys, "threads", "n", "modes", "mode_centres", "mode_values", "best_factor", "explained_share",
+    return pd.DataFrame(rows, columns=[*keys, "threads", "n", "spread", "modes", "mode_centres", "mode_values", "best_factor", "explained_share",
                                        "kruskal_p", "classes", "verdict", "explanation"])  # fmt: skip

@@ -10,7 +10,7 @@ Cells match on their knobs (KNOBS, plus any other "<knob>_requested" key
 the records of both sides carry), never on file, cell or experiment
 names; --ignore drops knobs from the match (to compare 4k against thp, or
 close against spread). For each matched cell, op (and working set) and
-metric the statistics of membench.compare.stats; the cells whose verified
+metric the statistics of membench.compare.verdicts; the cells whose verified
 placement differs between the sides are marked, and a multimodal cell is
 compared per placement class when recorded placement explains its modes
 (membench.analyse.modes), or said to be confounded when it does not.
@@ -31,13 +31,15 @@ from scipy.stats import chi2_contingency
 
 from membench.store import collect
 from membench.analyse import modes
-from membench.compare.stats import METRICS, compare_values
+from membench.compare.stats import METRICS
+from membench.compare import verdicts as row_verdicts
+from membench.compare.sweeps import per_process, sweep_levels, sweep_text
 from membench.store.placement_classes import FACTORS, factor_levels
 
 KNOBS = [
     "kernel", "variant", "op", "threads_requested", "affinity", "policy_requested", "pages", "init",
     "size_requested", "prefetch_distance_requested", "load_delay_requested", "chase_group_requested", "ntimes",
-    "working_set_bytes",
+    "working_set_bytes", "sweep_level",
 ]  # fmt: skip
 NOT_KNOBS = ("pages_requested",)  # "variant" resolves it; `pages` holds what was asked of the harness
 MIN_CLASS_RUNS = 4  # per side: the fewest runs with which a 95 % interval exists
@@ -46,8 +48,8 @@ PARALLEL_CELLS = 200  # cell directories (both sides) from which the sides are r
 SEP = "\x1f"  # between the knobs of a key
 ROW_KEYS = [
     "system", "system_base", "system_new", "experiment", "cell", "op", "metric", "unit", "working_set_bytes",
-    "placement_class", "n_base", "n_new", "median_base", "median_new", "ratio", "ratio_low", "ratio_high",
-    "p_value", "verdict", "threshold", "confidence", "row_confidence", "n_needed", "placement_differs", "multimodal",
+    "sweep_level", "placement_class", "n_base", "n_new", "median_base", "median_new", "ratio", "ratio_low", "ratio_high",
+    "p_value", "spread", "detectable", "verdict", "threshold", "confidence", "row_confidence", "n_needed", "placement_differs", "multimodal",
     "confounded",
     "notes", "knobs",
 ]  # fmt: skip
@@ -194,7 +196,7 @@ def differing_knobs(b_only: pd.DataFrame, n_only: pd.DataFrame, knobs: list[str]
     the cells found on NEW only: what was changed on purpose, perhaps."""
     found = []
     for knob in knobs:
-        if knob in ("op", "working_set_bytes") or knob not in b_only or knob not in n_only:
+        if knob in ("op", "working_set_bytes", "sweep_level") or knob not in b_only or knob not in n_only:
             continue
         b_values, n_values = set(b_only[knob].dropna().astype(str)), set(n_only[knob].dropna().astype(str))
         if b_values and n_values and not b_values & n_values:
@@ -266,8 +268,14 @@ def compare_sides(base: Side, new: Side, *, ignore: list[str]) -> dict:
     """The row groups of one pair of systems (each matched cell and metric,
     then its placement-class rows; statistics not yet computed: decide()
     does), its unmatched cells and notes."""
+    for side in (base, new):  # a sweep is compared per hierarchy level, not per point (README)
+        levels = sweep_levels(side.table, side.topology)
+        if levels.notna().any():
+            side.table = side.table.assign(sweep_level=levels)
     b_table, n_table = base.table, new.table
     knobs, notes = knob_columns(b_table, n_table, ignore)
+    if "sweep_level" in b_table and "sweep_level" in n_table:  # points pooled per level, in per_process
+        knobs = [k for k in knobs if k != "working_set_bytes"]
     b_keys, n_keys = _pair_keys(b_table, n_table, knobs)
     problems = _ambiguous(base, b_keys, ignore) + _ambiguous(new, n_keys, ignore)
     if problems:
@@ -282,17 +290,26 @@ def compare_sides(base: Side, new: Side, *, ignore: list[str]) -> dict:
         n_group = n_groups.get(key)
         if n_group is None:
             continue
+        level = _norm(b_group["sweep_level"].iloc[0]) if "sweep_level" in b_group else None
+        sweep, sweep_notes = sweep_text(b_group, n_group, level)
+        if level is not None:
+            common_ws = set(b_group["working_set_bytes"]) & set(n_group["working_set_bytes"])
+            b_group = b_group[b_group["working_set_bytes"].isin(common_ws)]
+            n_group = n_group[n_group["working_set_bytes"].isin(common_ws)]
+        one_point = "working_set_bytes" in b_group and b_group["working_set_bytes"].nunique() == 1
         common = {
             "system": system, "system_base": base.system, "system_new": new.system,
             "experiment": _label(base, b_group, "experiment"), "cell": _label(base, b_group, "cell"),
             "op": _norm(b_group["op"].iloc[0]) if "op" in b_group else None,
-            "working_set_bytes": _norm(b_group["working_set_bytes"].iloc[0]) if "working_set_bytes" in b_group else None,
-            "knobs": _knob_text(key, knobs),
+            "working_set_bytes": _norm(b_group["working_set_bytes"].iloc[0]) if one_point else None,
+            "sweep_level": sweep, "knobs": _knob_text(key, knobs), "_notes": sweep_notes,
         }  # fmt: skip
         for metric, (unit, higher) in METRICS.items():
-            if metric not in b_group or metric not in n_group:
+            if metric not in b_group or metric not in n_group or b_group.empty:
                 continue
             b_ok, n_ok = b_group[b_group[metric].notna()], n_group[n_group[metric].notna()]
+            if level is not None:
+                b_ok, n_ok = per_process(b_ok, metric), per_process(n_ok, metric)
             if b_ok.empty or n_ok.empty:
                 continue
             levels = (base.levels.reindex(b_ok.index), new.levels.reindex(n_ok.index))
@@ -310,9 +327,10 @@ def compare_sides(base: Side, new: Side, *, ignore: list[str]) -> dict:
 
 
 def _metric_rows(common, b_ok, n_ok, levels, metric, unit, higher, placement_cache) -> list[dict]:
+    common = dict(common)
+    notes = list(common.pop("_notes", []))
     row = {**common, "metric": metric, "unit": unit, "placement_class": "all", "_values": (b_ok[metric], n_ok[metric]),
            "_higher": higher}  # fmt: skip
-    notes = []
     if "cell" in n_ok and set(n_ok["cell"].dropna()) != set(b_ok["cell"].dropna()):
         notes.append(f"NEW cell: {_label(None, n_ok, 'cell')}")
     if "threads" in b_ok and "threads" in n_ok and set(b_ok["threads"]) != set(n_ok["threads"]):
@@ -387,7 +405,7 @@ def _unmatched(side: Side, table, keys, other_keys: set, other_table, other_keys
         out.append({
             "only_on": side.label, "system": side.system, "experiment": _label(side, group, "experiment"),
             "cell": str(cell), "rows": int(group["_key"].nunique()),
-            "knobs": _knob_text(first, knobs, ("op", "working_set_bytes")),
+            "knobs": _knob_text(first, knobs, ("op", "working_set_bytes", "sweep_level")),
             "other_side": why,
         })  # fmt: skip
     return out
@@ -402,19 +420,18 @@ def _effect(row: dict) -> float:
 
 
 def decide(groups: list[list[dict]], *, threshold: float, confidence: float) -> list[dict]:
-    """The statistics of every row (membench.compare.stats), at a per-row
-    level that makes `confidence` hold for all rows together (Bonferroni:
-    1 - (1 - confidence) / rows), so that a comparison of many cells with
-    no change is wholly `same`/`undecided` with probability >= confidence;
-    rows ordered changes first."""
-    count = sum(len(group) for group in groups)
-    level = 1 - (1 - confidence) / max(count, 1)
+    """The verdict of every row (membench.compare.verdicts: Welch's interval
+    on log values, Holm over every row, so that `confidence` holds for the
+    whole comparison); rows ordered changes first."""
+    rows = []
     for group in groups:
         for row in group:
             b_vals, n_vals = row.pop("_values")
-            higher = row.pop("_higher")
-            row.update(compare_values(b_vals, n_vals, higher_is_better=higher, threshold=threshold, confidence=level),
-                       threshold=threshold, confidence=confidence, row_confidence=level)  # fmt: skip
+            row.update(row_verdicts.row_statistics(b_vals, n_vals))
+            rows.append(row)
+    level = row_verdicts.decide_rows(rows, threshold=threshold, confidence=confidence)
+    for row in rows:
+        row.update(threshold=threshold, confidence=confidence, row_confidence=level)
     return ordered(groups)
 
 

@@ -13,13 +13,14 @@ import pandas as pd
 from membench.compare import match
 from membench.compare import conditions as compare_conditions
 from membench.compare import stats as compare_stats
+from membench.compare import upfront
 from membench.core.atomic_files import write_text_atomic
-from membench.compare.rows import fmt, interval_text, verdict_text, what_text
+from membench.compare.rows import fmt, interval_text, spread_text, verdict_text, what_text
 
 JSON_SCHEMA = 1
 METHOD = (
-    "ratio NEW/BASE: Hodges-Lehmann estimate on log values (median of every pairwise ratio); interval: "
-    "distribution-free, inverting the Mann-Whitney test; p: two-sided Mann-Whitney U"
+    "ratio NEW/BASE: ratio of geometric means; interval: Welch's t on log values, at the level Holm's procedure "
+    "over all rows stopped at; p: against the nearer threshold edge"
 )
 # rows shown per verdict in the terminal (match.csv has them all)
 SHOWN = {"worse": 100, "better": 100, "undecided": 25, "same": 10}
@@ -27,8 +28,9 @@ SHOWN = {"worse": 100, "better": 100, "undecided": 25, "same": 10}
 
 def terminal_table(result: dict) -> str:
     lines = [f"membench compare  BASE={result['base']}  NEW={result['new']}",
-             f"threshold ±{result['threshold']:.1%}; intervals {result['confidence']:.0%} for all rows together "
-             f"(each row at {result['row_confidence']:.4%}, Bonferroni); {METHOD}"]  # fmt: skip
+             f"A row is worse or better when its interval lies wholly beyond ±{result['threshold']:.1%}, same when "
+             f"wholly inside, undecided otherwise.", upfront.false_alarm_line(result),
+             *upfront.support_lines(result["rows"])]  # fmt: skip
     for pair in result["pairs"]:
         lines.append(f"\n[{pair['system_base']} → {pair['system_new']}] {pair['headline']}")
         for row in pair["conditions"]:
@@ -38,7 +40,7 @@ def terminal_table(result: dict) -> str:
     rows = result["rows"]
     counts = result["counts"]
     lines.append("\n" + ", ".join(f"{counts[v]} {v}" for v in compare_stats.VERDICTS) + f" (of {len(rows)} rows)")
-    header = ["verdict", "cell / op", "metric", "n base/new", "median base", "median new", "ratio NEW/BASE [interval]", "p"]
+    header = ["verdict", "cell / op", "metric", "n base/new", "median base", "median new", "ratio NEW/BASE [interval]", "spread"]
     table = []
     shown = {v: 0 for v in compare_stats.VERDICTS}
     hidden = {v: 0 for v in compare_stats.VERDICTS}
@@ -48,7 +50,7 @@ def terminal_table(result: dict) -> str:
             continue
         shown[row["verdict"]] += 1
         table.append([verdict_text(row), what_text(row), row["unit"], f"{row['n_base']}/{row['n_new']}",
-                      fmt(row["median_base"]), fmt(row["median_new"]), interval_text(row), fmt(row["p_value"], 2)])  # fmt: skip
+                      fmt(row["median_base"]), fmt(row["median_new"]), interval_text(row), spread_text(row)])  # fmt: skip
     if table:
         widths = [max(len(str(r[i])) for r in [header, *table]) for i in range(len(header))]
         for r in [header, *table]:
@@ -69,6 +71,9 @@ def terminal_table(result: dict) -> str:
             lines.append(f"  only on {u['only_on']}: {u['cell']} ({u['knobs']}); other side: {u['other_side']}")
         if len(unmatched) > 30:
             lines.append(f"  … and {len(unmatched) - 30} more (match.json lists every one)")
+    edit = upfront.config_edit(rows)
+    if edit:
+        lines += ["", *edit]
     if result.get("written"):
         lines.append(f"\nwritten: {result['written']}")
     return "\n".join(lines) + "\n"

@@ -18,14 +18,21 @@ def fmt(value, digits: int = 3) -> str:
 
 def interval_text(row: dict) -> str:
     if not math.isfinite(row["ratio_high"]) or row["ratio_low"] <= 0:
-        return f"{row['ratio']:.3f} [no interval at this n]"
+        return f"{row['ratio']:.3f} [no interval: 2 runs a side needed]"
     return f"{row['ratio']:.3f} [{row['ratio_low']:.3f}, {row['ratio_high']:.3f}]"
+
+
+def spread_text(row: dict) -> str:
+    spread = row.get("spread")
+    return f"±{spread:.1%}" if isinstance(spread, float) and math.isfinite(spread) else "–"
 
 
 def what_text(row: dict) -> str:
     """cell, op, working set and placement class in one column."""
     parts = [row["cell"], row["op"] or ""]
-    if row["working_set_bytes"] is not None:
+    if row.get("sweep_level"):
+        parts.append(f"sweep {row['sweep_level']}")
+    elif row["working_set_bytes"] is not None:
         parts.append(f"ws={size_text(row['working_set_bytes'])}")
     if row["placement_class"] != "all":
         parts.append(f"[{row['placement_class']}]")
@@ -35,5 +42,5 @@ def what_text(row: dict) -> str:
 def verdict_text(row: dict) -> str:
     text = row["verdict"]
     if row["verdict"] == "undecided":
-        text += f" (n≈{row['n_needed']} per side)" if row["n_needed"] else " (on the threshold)"
+        text += f" ({row['n_needed']} runs a side would decide)" if row["n_needed"] else " (no realistic count)"
     return text + (" ≠" if row["placement_differs"] else "") + (" !" if row["confounded"] else "")

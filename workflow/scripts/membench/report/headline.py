@@ -13,6 +13,7 @@ import math
 import pandas as pd
 
 from membench.analyse.caches import past_caches
+from membench.analyse.modes import MIN_RUNS
 from membench.plan import families
 
 # Families whose records are bandwidths (not latencies or transfers).
@@ -165,16 +166,25 @@ def concurrency_at_peak(ec: pd.DataFrame, peak: dict | None) -> dict | None:
 def hierarchy_headline(levels: dict | None) -> list[dict]:
     """The levels the sweep found, for the smallest pages measured: "L1
     1.2 ns", ..., linked to the hierarchy table; levels not found are left
-    to the table, which says so."""
+    to the table, which says so. The cache-to-cache rows, whose names are
+    long, are one entry: their range ("c2c 44.0–150.0 ns"), before memory."""
     if not levels:
         return []
     pages = levels["pages"][0]
-    found = []
+    found, c2c = [], []
     for row in levels["rows"]:
         one = row["per_pages"].get(pages)
-        if one and one["ns"] is not None and not row["level"].startswith("unassigned"):
-            found.append({"level": row["level"], "ns": one["ns"], "cycles": one["cycles"], "pages": pages, "link": "#hierarchy",
-                          "flag": one.get("flag")})  # fmt: skip
+        if not one or one["ns"] is None or row["level"].startswith("unassigned"):
+            continue
+        entry = {"level": row["level"], "ns": one["ns"], "upto": None, "cycles": one["cycles"], "pages": pages,
+                 "link": "#hierarchy", "flag": one.get("flag")}  # fmt: skip
+        (c2c if row["level"].startswith("c2c") else found).append(entry)
+    if c2c:
+        values = [e["ns"] for e in c2c]
+        entry = {"level": "c2c", "ns": min(values), "upto": max(values) if max(values) > min(values) else None,
+                 "cycles": None, "pages": pages, "link": "#hierarchy", "flag": None}  # fmt: skip
+        at = next((i for i, e in enumerate(found) if e["level"] == "memory"), len(found))
+        found.insert(at, entry)
     return found
 
 
@@ -182,8 +192,18 @@ VERDICT_WORDS = {
     "unexplained": "with modes nothing recorded explains",
     "explained": "with modes placement explains",
     "same placement": "with modes under one placement",
-    "too few": "too few runs to tell",
 }
+
+
+def _few_runs_text(few: pd.DataFrame) -> str:
+    """Cells with too few runs to tell modes: how far their runs spread, and
+    how many more runs would tell modes."""
+    spread = few["spread"].astype(float).max() if "spread" in few else math.nan
+    n = int(few["n"].min())
+    cells = f"{len(few)} cell{'s' if len(few) != 1 else ''}"
+    if not _known(spread):
+        return f"{cells} at {n} run{'s' if n != 1 else ''}: {MIN_RUNS - n} more to tell modes"
+    return f"{cells} within ±{spread:.1%} at {n} runs ({MIN_RUNS - n} more to tell modes)"
 
 
 def experiment_verdicts(cells: pd.DataFrame, modes: pd.DataFrame | None, experiments: list[str]) -> list[dict]:
@@ -196,14 +216,19 @@ def experiment_verdicts(cells: pd.DataFrame, modes: pd.DataFrame | None, experim
             continue
         parts = []
         if modes is not None and not modes.empty:
-            verdicts = modes.loc[modes["experiment"] == name, "verdict"].value_counts()
+            here = modes[modes["experiment"] == name]
+            verdicts = here["verdict"].value_counts()
             several = {v: int(n) for v, n in verdicts.items() if v in VERDICT_WORDS}
-            if verdicts.sum():
-                parts.append(
-                    ", ".join(f"{n} {VERDICT_WORDS[v]}" for v, n in several.items())
-                    if several
-                    else "one mode in every cell"
-                )
+            few = here[here["verdict"] == "too few"]
+            told = []
+            if several:
+                told.append(", ".join(f"{n} {VERDICT_WORDS[v]}" for v, n in several.items()))
+            elif verdicts.sum() > len(few):
+                told.append("one mode in every cell" if few.empty else f"one mode in {verdicts.sum() - len(few)} cells")
+            if not few.empty:
+                told.append(_few_runs_text(few))
+            if told:
+                parts.append("; ".join(told))
         cell_ids = mine.drop_duplicates("cell")
         skipped = int((mine.groupby("cell")["n_skipped"].sum() > 0).sum())
         failed = int((mine.groupby("cell")["n_failed"].sum() > 0).sum())

@@ -1,0 +1,168 @@
+"""The verdicts of `make compare`: every row of a comparison, BASE against NEW.
+
+Per row (one cell, op, working set and metric), on the log values of its
+repetitions (processes are the unit: one value per process, as stored):
+the ratio NEW/BASE is exp of the difference of the mean logs (the ratio of
+geometric means) and its interval is Welch's t interval of that difference
+(each side its own spread; Welch-Satterthwaite degrees of freedom).
+
+Against the threshold t (a fraction; 0.02 = 2 %): the row's p is that of
+the nearer threshold edge (two-sided: twice the smaller one-sided p of
+"below 1 - t" and "above 1 + t"), so a change inside the threshold is never
+evidence. Holm's step-down procedure over every row of the comparison then
+calls rows changed, so that when no row changed by more than the threshold
+the chance that any row is called `worse` or `better` is at most
+1 - confidence (5 %) for the whole comparison, whatever the number of rows
+and however they depend on each other. Every row's interval is shown at the
+level Holm stopped at, 1 - (1 - confidence) / (rows - rows called changed):
+a row is `worse`/`better` exactly when that interval lies wholly beyond a
+threshold edge, `same` when it lies wholly inside, `undecided` otherwise.
+
+Why this and not the rank interval (bench/rank_interval.py, what
+`make compare` used before): the Mann-Whitney interval cannot be narrower
+than its sample sizes allow (at 5 runs a side no interval beyond 99.2 %
+exists, at 3 runs none beyond 90 %), so at a whole comparison's level it
+never decides at the repetitions people run. bench/verdict_options.py
+measures both, and Student's, limma's moderated t and Benjamini-Hochberg,
+on real and planted pairs (README, "Comparing two result sets").
+
+Repetitions that would decide (undecided only): the smallest n per side at
+which the interval's half-width, t(level, 2n - 2) x s x sqrt(2 / n) with s
+the row's pooled spread, falls below the distance from the estimate to the
+nearest threshold edge; None when the estimate sits on an edge or more than
+REALISTIC repetitions would be needed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats as sps
+
+REALISTIC = 60  # repetitions per side beyond which no count is suggested
+
+
+def positive(values) -> np.ndarray:
+    values = np.asarray(values, dtype=float)
+    return values[np.isfinite(values) & (values > 0)]
+
+
+def welch(base_log: np.ndarray, new_log: np.ndarray) -> tuple[float, float, float, float]:
+    """(difference of means, its standard error, Welch's degrees of freedom,
+    pooled spread) of two samples of log values; se and df are nan with
+    fewer than 2 values on a side."""
+    n, m = len(base_log), len(new_log)
+    d = float(new_log.mean() - base_log.mean())
+    if n < 2 or m < 2:
+        spread = float(np.std(np.concatenate([base_log, new_log]), ddof=1)) if n + m > 2 and min(n, m) >= 2 else math.nan
+        return d, math.nan, math.nan, spread
+    vb, vn = float(np.var(base_log, ddof=1)), float(np.var(new_log, ddof=1))
+    se2 = vb / n + vn / m
+    if se2 <= 0:
+        return d, 0.0, math.inf, 0.0
+    df = se2**2 / ((vb / n) ** 2 / (n - 1) + (vn / m) ** 2 / (m - 1))
+    return d, math.sqrt(se2), df, math.sqrt((vb + vn) / 2)
+
+
+def edge_p(d: float, se: float, df: float, threshold: float) -> float:
+    """Two-sided p against the threshold's edges (small when d lies far
+    beyond one of them)."""
+    low, high = math.log(1 - threshold), math.log(1 + threshold)
+    if not math.isfinite(se):
+        return 1.0
+    if se == 0:
+        return 0.0 if d < low or d > high else 1.0
+    return min(1.0, 2 * min(float(sps.t.cdf((d - low) / se, df)), float(sps.t.sf((d - high) / se, df))))
+
+
+def holm_level(p_values: list[float], alpha: float) -> tuple[float, int]:
+    """(per-row confidence at which Holm stopped, rows called changed)."""
+    m = len(p_values)
+    called = 0
+    for j, p in enumerate(sorted(p_values)):
+        if p > alpha / (m - j):
+            break
+        called += 1
+    return 1 - alpha / max(m - called, 1), called
+
+
+def interval(d: float, se: float, df: float, level: float) -> tuple[float, float]:
+    """The difference's interval at `level` (log scale); -inf/inf without one."""
+    if not math.isfinite(se):
+        return -math.inf, math.inf
+    if se == 0:
+        return d, d
+    half = float(sps.t.ppf(1 - (1 - level) / 2, df)) * se
+    return d - half, d + half
+
+
+def verdict(low: float, high: float, higher_is_better: bool, threshold: float) -> str:
+    """worse | better | same | undecided from the ratio's interval."""
+    down, up = 1 - threshold, 1 + threshold
+    if high < down:
+        return "worse" if higher_is_better else "better"
+    if low > up:
+        return "better" if higher_is_better else "worse"
+    if low >= down and high <= up:
+        return "same"
+    return "undecided"
+
+
+def repetitions_needed(d: float, spread: float, n: int, level: float, threshold: float) -> int | None:
+    """Repetitions per side that would decide (module doc), or None."""
+    edges = (math.log(1 - threshold), math.log(1 + threshold))
+    distance = min(abs(d - e) for e in edges)
+    if not (math.isfinite(spread) and spread > 0) or distance <= 0:
+        return None
+    k = np.arange(max(n + 1, 2), REALISTIC + 1)
+    if not len(k):
+        return None
+    deciding = k[sps.t.ppf(1 - (1 - level) / 2, 2 * k - 2) * spread * np.sqrt(2 / k) < distance]
+    return int(deciding[0]) if len(deciding) else None
+
+
+def row_statistics(base, new) -> dict:
+    """What one row's verdict is made of, before the whole comparison's
+    level is known: n, medians, the mean log difference, se, df, spread."""
+    base, new = positive(base), positive(new)
+    n, m = len(base), len(new)
+    out = {"n_base": n, "n_new": m, "median_base": float(np.median(base)) if n else math.nan,
+           "median_new": float(np.median(new)) if m else math.nan}  # fmt: skip
+    if n == 0 or m == 0:
+        return {**out, "_d": math.nan, "_se": math.nan, "_df": math.nan, "_spread": math.nan}
+    d, se, df, spread = welch(np.log(base), np.log(new))
+    return {**out, "_d": d, "_se": se, "_df": df, "_spread": spread}
+
+
+def decide_rows(rows: list[dict], *, threshold: float, confidence: float) -> float:
+    """Every row's verdict (rows carry row_statistics' keys and _higher);
+    returns the per-row level Holm stopped at."""
+    alpha = 1 - confidence
+    p_values = [edge_p(r["_d"], r["_se"], r["_df"], threshold) if math.isfinite(r["_d"]) else 1.0 for r in rows]
+    level, _ = holm_level(p_values, alpha)
+    for row, p in zip(rows, p_values):
+        d, se, df, spread = row.pop("_d"), row.pop("_se"), row.pop("_df"), row.pop("_spread")
+        higher = row.pop("_higher")
+        if not math.isfinite(d):
+            row.update(ratio=math.nan, ratio_low=math.nan, ratio_high=math.nan, p_value=math.nan,
+                       verdict="undecided", n_needed=None, spread=math.nan, detectable=math.nan)  # fmt: skip
+            continue
+        low, high = interval(d, se, df, level)
+        # the smallest change this row could call: the threshold plus the interval's half-width
+        detectable = math.exp(math.log(1 + threshold) + (high - low) / 2) - 1 if math.isfinite(high) else math.nan
+        decided = verdict(math.exp(low), math.exp(high), higher, threshold)
+        needed = None
+        if decided == "undecided":
+            needed = repetitions_needed(d, spread, max(row["n_base"], row["n_new"]), level, threshold)
+        row.update(ratio=math.exp(d), ratio_low=math.exp(low), ratio_high=math.exp(high), p_value=p,
+                   verdict=decided, n_needed=needed, spread=spread, detectable=detectable)  # fmt: skip
+    return level
+
+
+def compare_values(base, new, *, higher_is_better: bool, threshold: float = 0.02, confidence: float = 0.95) -> dict:
+    """One row compared on its own (the whole comparison's level is this
+    row's): the keys of compare.csv's statistics."""
+    row = {**row_statistics(base, new), "_higher": higher_is_better}
+    decide_rows([row], threshold=threshold, confidence=confidence)
+    return row
