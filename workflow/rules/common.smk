@@ -14,7 +14,7 @@ sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 # Planning imports the plan stage only: never measurement, analysis or
 # plotting code (tests/test_architecture.py).
 from membench import __version__
-from membench.core import layout
+from membench.core import last_words, layout, manifests, run_lock
 from membench.plan import c2c_pairs, figure_kinds, node_pairs, rounds, variants
 from membench.plan import checks
 from membench.plan import grammar
@@ -44,6 +44,18 @@ try:
 except grammar.ConfigError as error:
     raise WorkflowError(str(error)) from None
 SYSTEMS = grammar.system_names(CONFIG)
+# One membench run per results folder, planning included (membench.core.run_lock).
+if workflow.is_main_process:
+    _argv = sys.argv[1:]
+    _config_name = next(
+        (b for a, b in zip(_argv, _argv[1:]) if a in ("--configfile", "--configfiles")),
+        "from the profile",
+    )
+    _busy = run_lock.take("results", _config_name, _argv)
+    if _busy and not run_lock.read_only(_argv):
+        raise WorkflowError(_busy)
+    if _busy:
+        print(f"membench: {_busy}", file=sys.stderr)
 # c2c: pairs: all is bounded at 64 CPUs (from the probed topology, else this
 # host when it measures); the dry run states the pairs each system measures.
 for _line in c2c_pairs.plan_lines(CELLS, SYSTEMS, bool(CONFIG.get("systems"))):
@@ -119,6 +131,44 @@ def stored_runs(wildcards):
         for k in range(cell.repeats)
     )
     return [f for f in files if Path(f).exists()]
+
+
+def round_manifests(system):
+    return [
+        layout.manifest_path(f"results/{system}", k, ROUND_INPUTS.study_digest(k))
+        for k in range(ROUNDS)
+    ]
+
+
+def stored_fingerprint(wildcards):
+    """Figures-only: the names, sizes and times of the stored run files
+    collect reads (membench.core.manifests.fingerprint), as a param: files
+    copied in with `cp -a` (older times) or restored are collected again."""
+    return manifests.fingerprint(stored_runs(wildcards)) if FIGURES_ONLY else ""
+
+
+# A round manifest is checked against the run files it lists, never
+# trusted: one that no longer describes them (a file deleted, replaced,
+# copied in, or written by an undone edit's round) is deleted, a missing
+# output, so its round runs again (a dry run only says so); the round keeps
+# what is the same by content, moves the rest to superseded/ and measures
+# what is missing (membench.core.manifests). A manifest holds no data.
+if not FIGURES_ONLY and workflow.is_main_process:
+    _STALE = {
+        path: reason
+        for system in SYSTEMS
+        for path in round_manifests(system)
+        if (reason := manifests.stale_reason(path))
+    }
+    _DRY = run_lock.read_only(sys.argv[1:])
+    for _path, _reason in list(_STALE.items())[:5]:
+        print(f"membench: round {_path} runs again: {_reason}", file=sys.stderr)
+    if len(_STALE) > 5:
+        print(f"membench: ... and {len(_STALE) - 5} more rounds run again", file=sys.stderr)
+    if _STALE and _DRY:
+        print("membench: (a dry run: the plan below does not show them yet)", file=sys.stderr)
+    for _path in [] if _DRY else _STALE:
+        Path(_path).unlink(missing_ok=True)
 
 
 def round_binaries(wildcards):

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from membench.core import layout
+from membench.core import layout, manifests
 from membench.core.atomic_files import read_jsonl, write_text_atomic
 from membench.core.store_errors import store_error
 from membench.measure import identity, superseded
@@ -142,5 +142,9 @@ def _store(action: Callable, what: str, path: str):
 
 
 def write_manifest(path: str, manifest: dict) -> None:
-    write_text_atomic(Path(path), json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    """The manifest, with the size and time of each run file as the round
+    leaves it (membench.core.manifests checks them before the next plan); a
+    write error is a StoreError (one line, what to do)."""
+    manifest = {**manifest, "stored": manifests.stored_states(manifest["runs"])}
+    _store(lambda: write_text_atomic(Path(path), json.dumps(manifest, indent=1, sort_keys=True) + "\n"), "write the manifest", path)
 
