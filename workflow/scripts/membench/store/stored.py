@@ -39,6 +39,28 @@ def _not_a_number(name: str):
 _DECODER = json.JSONDecoder(parse_constant=_not_a_number)
 
 
+def _non_finite_keys(line: str) -> list[str]:
+    """The keys holding NaN or Infinity in a line (Python's reader takes them)."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return []
+    found = []
+
+    def walk(v, at):
+        if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")):
+            found.append(at or "(the line)")
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                walk(item, f"{at}.{k}" if at else str(k))
+        elif isinstance(v, list):
+            for i, item in enumerate(v):
+                walk(item, f"{at}[{i}]")
+
+    walk(value, "")
+    return found
+
+
 def _lines(path: Path, data: bytes, problems: list[str]) -> Iterator[tuple[int, str, bool]]:
     """(line number, text, whether the line ended with a newline) of every
     line that decodes as UTF-8; a line that does not is a problem."""
@@ -89,7 +111,9 @@ def read_run_file(path: str | Path, problems: list[str], checker: record_schema.
                 problems.append(f"{path}:{number}: not JSON ({error.msg} at column {error.colno})")
             continue
         except ValueError as error:
-            problems.append(f"{path}:{number}: {error}")
+            keys = _non_finite_keys(line)
+            where = f"key {', '.join(keys)}: " if keys else ""
+            problems.append(f"{path}:{number}: {where}{error}")
             continue
         if type(record) is not dict:
             problems.append(f"{path}:{number}: a JSON {type(record).__name__}, not a record (a JSON object)")
@@ -284,14 +308,15 @@ def problems_message(problems: list[str], paths: list[str]) -> str:
     lines += [f"  {p}" for p in problems[:MAX_SHOWN]]
     if len(problems) > MAX_SHOWN:
         lines.append(f"  ... and {len(problems) - MAX_SHOWN} more")
-    cells = sorted({str(Path(f).parent) for f in files})
-    rounds_dirs = sorted({str(Path(c).parents[3] / "rounds") for c in cells if len(Path(c).parents) > 3})
     lines.append(
-        "collect changed nothing. Restore these files from where they came from, or measure them again: "
-        "delete their cells and the round manifests, then rerun (README, \"Measure again\"):"
+        "collect changed nothing. Restore these files from where they came from (cp -a), or set them aside "
+        "and measure them again (nothing is deleted; a normal run's rounds measure what is missing, "
+        "figures-only leaves them out):"
     )
-    shown = cells if len(cells) <= 10 else cells[:10] + [f"... ({len(cells) - 10} more cells)"]
-    lines.append("  rm -r " + " ".join(shown + rounds_dirs))
+    shown = files if len(files) <= 10 else files[:10]
+    lines += [f"  mv {f} {f}.damaged" for f in shown]
+    if len(files) > 10:
+        lines.append(f"  ... and the same for {len(files) - 10} more files")
     return "\n".join(lines)
 
 
