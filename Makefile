@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CORES  ?= all
 CONFIG ?= config/config.yaml
 
-.PHONY: run status test bench lint compare system-deps test-deps bench-deps clean
+.PHONY: config-exists run status test bench lint compare system-deps test-deps bench-deps clean
 
 # System packages come from Debian's apt; only what is missing is installed.
 system-deps:
@@ -43,9 +43,13 @@ $(STAMP): requirements.txt requirements-dev.txt requirements.lock
 # Snakemake starts with SIGINT and SIGQUIT at their defaults, even where make
 # was started in a shell's background (which ignores them, and a shell cannot
 # undo that): Ctrl-C and kill -INT then stop it (README, "Stopping and resuming").
-run: system-deps $(STAMP)
+run: config-exists system-deps $(STAMP)
 	env --default-signal=INT,QUIT,TERM $(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
 	@echo "Report: $(abspath results/report.html)"
+
+# A config that is not there: one line, before anything is installed.
+config-exists:
+	@[ -f "$(CONFIG)" ] || { echo "make: CONFIG=$(CONFIG): no such file (the configs: $$(ls config/*.yaml | tr '\n' ' '))"; exit 2; }
 
 # Progress of a run (also while it goes on): repetitions stored, time left.
 status: $(STAMP)

@@ -53,9 +53,9 @@ def set_report_aside(report: str | Path, why: str) -> str | None:
     becomes results/report-stale.html, with a banner at its top saying so.
     Returns the line that says it on the terminal (None: there was no report)."""
     report = Path(report)
-    if not report.exists():
-        return None
     stale = report.with_name(report.stem + "-stale" + report.suffix)
+    if not report.exists():
+        return f"no current report: {stale} (marked STALE) predates this failure" if stale.exists() else None
     banner = STALE_BANNER.format(why=why.replace("<", "&lt;"))
     try:
         html = report.read_text(errors="replace")
