@@ -46,6 +46,8 @@ def take(results: str | Path, config_name: str, argv: list[str]) -> str | None:
     lock_file = Path(results) / ".membench.lock"
     if str(lock_file) in _HELD:
         return None
+    if read_only(argv) and not lock_file.exists():
+        return None  # a dry run creates nothing
     try:
         lock_file.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
