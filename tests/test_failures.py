@@ -225,3 +225,32 @@ def test_make_compare_exit_codes_reach_make(tmp_path, repo, venv_bin):
     garbage = make(f"BASE={base}", f"NEW={slow}")
     assert garbage.returncode == 2 and "environment.json: not JSON" in garbage.stderr
     assert "Traceback" not in garbage.stderr
+
+
+DEV16 = Path(__file__).resolve().parents[2] / "shared" / "data" / "dev16"
+
+
+@pytest.mark.skipif(not (DEV16 / "runs").is_dir(), reason="no ../shared/data/dev16")
+def test_dev16_runs_of_an_earlier_membench_are_shown_or_said(tmp_path, venv_bin):
+    """README's figures-only command on a copy of dev16: its chase and loaded
+    runs (cell ids from before the chase-group axis) appear with the 64 KiB
+    groups their records state; a file no cell claims is said, not dropped."""
+    workdir = copy_workflow(tmp_path / "membench")
+    system = workdir / "results" / "dev16"
+    system.mkdir(parents=True)
+    for name in ("runs", "topology.json", "environment.json"):
+        subprocess.run(["cp", "-a", str(DEV16 / name), str(system / name)], check=True)
+    stray = system / "runs" / "old" / "stream-default" / "t1_close_default_variant_parallel_sauto"
+    stray.mkdir(parents=True)
+    (stray / "r0.jsonl").write_text("{}\n")
+    out = snakemake(workdir, venv_bin, "--config", "figures_only=True", config=str(DEV16 / "config.yaml"))
+    assert out.returncode == 0, tail(out, 40)
+    assert "membench: dev16: stored but not shown: 1 run file(s): experiment 'old' is not in the config" in out.stderr
+    assert "t1_close_default_4k_parallel_s1073741824_g64KiB" in out.stderr
+    report = (workdir / "results" / "report.html").read_text()
+    first_screen = report[: report.index("<nav>")]
+    assert "not measured (no chase experiment)" not in first_screen
+    assert "4k pages, 64 KiB groups, 2 runs" in first_screen and "256 KiB groups" not in first_screen
+    assert "stored but not shown: 1 run file(s): experiment &#39;old&#39; is not in the config" in first_screen
+    loaded = report[report.index('id="experiment-loaded_latency"') :]
+    assert "<svg" in loaded[:200000] and "174.5" in loaded  # the loaded curve's points (delay 0: 174.5 ns)

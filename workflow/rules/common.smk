@@ -121,16 +121,41 @@ def stored_runs(wildcards):
             f"results/{wildcards.system}/rounds/r{k}-{ROUND_INPUTS.study_digest(k)}.json"
             for k in range(ROUNDS)
         ]
-    probe = Path(f"results/{wildcards.system}/topology.json")
-    cells = node_pairs.expand_pairs(
-        CELLS, json.loads(probe.read_text()) if probe.exists() else None
-    )
-    files = (
-        layout.run_path(f"results/{wildcards.system}/runs", cell, k)
-        for cell in cells
-        for k in range(cell.repeats)
-    )
-    return [f for f in files if Path(f).exists()]
+    return stored_claims(wildcards.system).files
+
+
+_CLAIMS = {}
+
+
+def stored_claims(system):
+    """Figures-only: the stored repetition files the config's cells claim,
+    those of an earlier membench's cell ids migrated, and the rest with the
+    reason they are not shown (membench.store.claims)."""
+    if system not in _CLAIMS:
+        from membench.store import claims
+
+        probe = Path(f"results/{system}/topology.json")
+        try:
+            topology = json.loads(probe.read_text()) if probe.exists() else None
+        except ValueError:
+            topology = None  # collect names what is wrong with it
+        cells = node_pairs.expand_pairs(CELLS, topology)
+        _CLAIMS[system] = claims.claim(f"results/{system}/runs", cells)
+    return _CLAIMS[system]
+
+
+def not_shown():
+    """Figures-only: per system, the lines saying what is stored but not
+    shown, and which earlier cells are shown migrated (also in the report)."""
+    if not FIGURES_ONLY:
+        return {}
+    return {
+        system: {
+            "not_shown": stored_claims(system).lines(),
+            "migrated": stored_claims(system).migrated_lines(),
+        }
+        for system in SYSTEMS
+    }
 
 
 def round_manifests(system):
@@ -169,6 +194,14 @@ if not FIGURES_ONLY and workflow.is_main_process:
         print("membench: (a dry run: the plan below does not show them yet)", file=sys.stderr)
     for _path in [] if _DRY else _STALE:
         Path(_path).unlink(missing_ok=True)
+
+
+if FIGURES_ONLY and workflow.is_main_process:
+    for _system, _said in not_shown().items():
+        for _line in _said["migrated"]:
+            print(f"membench: {_system}: {_line}", file=sys.stderr)
+        for _line in _said["not_shown"]:
+            print(f"membench: {_system}: stored but not shown: {_line}", file=sys.stderr)
 
 
 def round_binaries(wildcards):

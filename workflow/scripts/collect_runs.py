@@ -9,6 +9,7 @@ from membench.core.store_errors import store_error  # noqa: E402
 from membench.plan import variants  # noqa: E402
 from membench.plan import grammar
 from membench.plan import node_pairs
+from membench.store import claims  # noqa: E402
 from membench.store.collect import MissingRunsError, collect_runs  # noqa: E402
 from membench.store.stored import Expected, StoredRunsError  # noqa: E402
 
@@ -18,7 +19,12 @@ try:
     topology = json.loads(open(snakemake.input.topology).read())
 except (OSError, ValueError):
     topology = None  # collect_runs names what is wrong with it
-expected = Expected(node_pairs.expand_pairs(cells, topology), table)
+cells = node_pairs.expand_pairs(cells, topology)
+# figures-only: files stored under an earlier membench's cell id are shown
+# as the cell their records state (membench.store.claims)
+runs = [path for path in snakemake.input.runs if path.endswith(".jsonl")]
+moved = claims.claim(f"results/{snakemake.wildcards.system}/runs", cells, runs).moved
+expected = Expected(cells + list({c.id: c for c in moved.values()}.values()), table, moved)
 try:
     collect_runs(list(snakemake.input.runs), snakemake.output[0], snakemake.input.topology, expected)
 except (StoredRunsError, MissingRunsError, OSError) as error:

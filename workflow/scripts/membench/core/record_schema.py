@@ -211,6 +211,10 @@ def _from_v1(record: dict) -> dict:
         pages = out.pop("page_group", None)
         if group is None and type(pages) is int:
             group = pages * V1_PAGE_BYTES
+        if out.get("kernel") in ("chase", "loaded") and out.get("chase_group_requested") is None and group:
+            # the group the chase was asked for: the cell-id axis added
+            # later takes it (membench.store.claims), never today's default
+            out["chase_group_requested"] = group
         if group is not None and type(out.get("working_set_bytes")) is int:
             group = min(group, out["working_set_bytes"])
         out.setdefault("group_bytes", group)
