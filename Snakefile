@@ -71,4 +71,6 @@ rule all:
         expand("results/{system}/topology.json", system=SYSTEMS),
         expand("results/{system}/measurements.csv", system=SYSTEMS),
         rules.analyse_measurements.output,
-        [] if FIGURES_ONLY else [m for system in SYSTEMS for m in round_manifests(system)],
+        []
+        if FIGURES_ONLY
+        else [m for system in SYSTEMS for m in round_manifests(system)],

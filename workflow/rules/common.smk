@@ -189,9 +189,15 @@ if not FIGURES_ONLY and workflow.is_main_process:
     for _path, _reason in list(_STALE.items())[:5]:
         print(f"membench: round {_path} runs again: {_reason}", file=sys.stderr)
     if len(_STALE) > 5:
-        print(f"membench: ... and {len(_STALE) - 5} more rounds run again", file=sys.stderr)
+        print(
+            f"membench: ... and {len(_STALE) - 5} more rounds run again",
+            file=sys.stderr,
+        )
     if _STALE and _DRY:
-        print("membench: (a dry run: the plan below does not show them yet)", file=sys.stderr)
+        print(
+            "membench: (a dry run: the plan below does not show them yet)",
+            file=sys.stderr,
+        )
     for _path in [] if _DRY else _STALE:
         Path(_path).unlink(missing_ok=True)
 
@@ -201,7 +207,9 @@ if FIGURES_ONLY and workflow.is_main_process:
         for _line in _said["migrated"]:
             print(f"membench: {_system}: {_line}", file=sys.stderr)
         for _line in _said["not_shown"]:
-            print(f"membench: {_system}: stored but not shown: {_line}", file=sys.stderr)
+            print(
+                f"membench: {_system}: stored but not shown: {_line}", file=sys.stderr
+            )
 
 
 def round_binaries(wildcards):
