@@ -111,6 +111,9 @@ def test_figures_only_damage_is_said_last_and_the_report_is_set_aside(copy, venv
     lines[1] = lines[1].replace('"gbps": ', '"gbps": NaN, "was": ', 1)
     run.write_text("\n".join(lines) + "\n")
     before = stored(copy)
+    status = subprocess.run([str(venv_bin / "python"), "workflow/scripts/study_status.py", "--configfile", "tiny.yaml"],
+                            cwd=copy, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert status.stdout.startswith(f"{SYSTEM}: 1 of 2 repetitions (50.0 %), 1 stored file(s) damaged"), status.stdout
     for attempt in (1, 2):  # the second run is not "Nothing to be done"
         out = snakemake(copy, venv_bin, "--config", "figures_only=True")
         assert out.returncode == 1
