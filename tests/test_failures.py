@@ -257,3 +257,20 @@ def test_dev16_runs_of_an_earlier_membench_are_shown_or_said(tmp_path, venv_bin)
     assert "stored but not shown: 1 run file(s): experiment &#39;old&#39; is not in the config" in first_screen
     loaded = report[report.index('id="experiment-loaded_latency"') :]
     assert "<svg" in loaded[:200000] and "174.5" in loaded  # the loaded curve's points (delay 0: 174.5 ns)
+
+
+def test_names_too_long_for_a_path_are_said_with_the_config(tmp_path, venv_bin):
+    """A 300-byte system or experiment name: every one said before anything
+    runs (not `File name too long` from a job)."""
+    workdir = copy_workflow(tmp_path / "membench")
+    long = "x" * 300
+    config = {**TINY, "system": "s" * 300,
+              "experiments": {long: TINY["experiments"]["s"], "ok": TINY["experiments"]["s"]}}  # fmt: skip
+    (workdir / "long.yaml").write_text(yaml.safe_dump(config))
+    out = snakemake(workdir, venv_bin, "-n", config="long.yaml")
+    said = out.stdout + out.stderr
+    assert out.returncode == 1 and "Traceback" not in said
+    assert "invalid membench config (2 problems)" in said, tail(out, 20)
+    assert "system: 'sssssssssssssssssssssssssssssssssssss...' is 300 bytes; allowed: at most 241 bytes" in said
+    assert "experiments.'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...': the name is 300 bytes; allowed: at most 227" in said
+    assert not (workdir / "results").exists()
