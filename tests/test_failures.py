@@ -101,6 +101,10 @@ def test_undoing_an_edit_brings_the_earlier_files_back(copy, venv_bin):
         assert after[f] == digest, f"{f}: the earlier repetition is back"
     six_files = {digest for f, digest in with_six.items() if "/runs/" in f}
     assert six_files <= {d for f, d in after.items() if "/superseded/" in f}, "the ntimes-6 repetitions are kept aside"
+    # one edit, one folder: both repetitions of the ntimes-6 edit (and of
+    # its undoing) share it, named by the knobs that changed
+    folders = sorted(p.name for p in (copy / "results" / SYSTEM / "superseded").iterdir())
+    assert len(folders) == 2 and all(f.startswith("request-") for f in folders), folders
 
 
 def test_figures_only_damage_is_said_last_and_the_report_is_set_aside(copy, venv_bin):

@@ -74,7 +74,7 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
             "binary_sha256": identity.file_sha256(binary),
             "machine_digest": machine,
         }
-        state = _stored_state(Path(path), identity_keys)
+        state = _stored_state(Path(path), identity_keys, request)
         if state[0] == "superseded":
             aside = _store(lambda: superseded.move_aside(path, runs_dir, state[1]), "move aside", path)
             moved[path] = str(aside)
@@ -122,14 +122,14 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
     }
 
 
-def _stored_state(path: Path, identity_keys: dict) -> tuple[str, str | None]:
+def _stored_state(path: Path, identity_keys: dict, request: dict | None = None) -> tuple[str, str | None]:
     if not path.exists():
         return "missing", None
     try:
         records = read_jsonl(path)
     except (OSError, ValueError):
         records = []
-    return identity.verdict(records, **identity_keys)
+    return identity.verdict(records, **identity_keys, request=request)
 
 
 def _store(action: Callable, what: str, path: str):
