@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CORES  ?= all
 CONFIG ?= config/config.yaml
 
-.PHONY: run status test bench lint compare system-deps test-deps bench-deps clean
+.PHONY: config-exists run status test bench lint compare system-deps test-deps bench-deps clean
 
 # System packages come from Debian's apt; only what is missing is installed.
 system-deps:
@@ -43,9 +43,13 @@ $(STAMP): requirements.txt requirements-dev.txt requirements.lock
 # Snakemake starts with SIGINT and SIGQUIT at their defaults, even where make
 # was started in a shell's background (which ignores them, and a shell cannot
 # undo that): Ctrl-C and kill -INT then stop it (README, "Stopping and resuming").
-run: system-deps $(STAMP)
+run: config-exists system-deps $(STAMP)
 	env --default-signal=INT,QUIT,TERM $(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
 	@echo "Report: $(abspath results/report.html)"
+
+# A config that is not there: one line, before anything is installed.
+config-exists:
+	@[ -f "$(CONFIG)" ] || { echo "make: CONFIG=$(CONFIG): no such file (the configs: $$(ls config/*.yaml | tr '\n' ' '))"; exit 2; }
 
 # Progress of a run (also while it goes on): repetitions stored, time left.
 status: $(STAMP)
@@ -72,19 +76,31 @@ bench: system-deps bench-deps $(STAMP)
 
 # Two result sets, matched cell by cell (README, "Comparing two result
 # sets"): make compare BASE=runA NEW=runB [OUT=compare] [THRESHOLD=2]
-# [IGNORE=pages]; a side may be DIR:SYSTEM. Exit code 1 when a cell is worse.
+# [IGNORE=pages]; a side may be DIR:SYSTEM. Exit code 0: no cell worse,
+# 1: a cell worse, 2: bad input, also through make: a recipe's failure
+# is always 2 to make, so the comparison runs while make reads this file
+# and a 1 puts make in question mode (-q) with compare not up to date,
+# which is make's own exit code 1.
 OUT       ?= compare
 THRESHOLD ?= 2
 IGNORE    ?=
-# The values reach the shell as environment variables, always quoted.
-compare: export BASE := $(BASE)
-compare: export NEW := $(NEW)
-compare: export OUT := $(OUT)
-compare: export THRESHOLD := $(THRESHOLD)
-compare: export IGNORE := $(IGNORE)
-compare: $(STAMP)
-	@[ -n "$$BASE" ] && [ -n "$$NEW" ] || { echo "usage: make compare BASE=<dir>[:system] NEW=<dir>[:system] [OUT=compare] [THRESHOLD=2] [IGNORE=knob,...]"; exit 2; }
-	$(BIN)/python workflow/scripts/compare_results.py "$$BASE" "$$NEW" --out "$$OUT" --threshold "$$THRESHOLD" --ignore "$$IGNORE"
+quote = '$(subst ','\'',$(1))'
+ifeq ($(MAKECMDGOALS),compare)
+COMPARE_RC := $(shell \
+  { [ -n $(call quote,$(BASE)) ] && [ -n $(call quote,$(NEW)) ] \
+    || { echo "usage: make compare BASE=<dir>[:system] NEW=<dir>[:system] [OUT=compare] [THRESHOLD=2] [IGNORE=knob,...]"; exit 2; }; \
+    $(MAKE) --no-print-directory -s $(STAMP) || exit 2; \
+    $(BIN)/python workflow/scripts/compare_results.py $(call quote,$(BASE)) $(call quote,$(NEW)) \
+      --out $(call quote,$(OUT)) --threshold $(call quote,$(THRESHOLD)) --ignore $(call quote,$(IGNORE)); \
+  } >&2; echo $$?)
+ifeq ($(COMPARE_RC),1)
+MAKEFLAGS += -q
+else ifneq ($(COMPARE_RC),0)
+$(error make compare: exit code $(COMPARE_RC) (bad input, said above))
+endif
+endif
+compare:
+	@:
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint

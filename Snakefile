@@ -36,15 +36,41 @@ include: "workflow/rules/report.smk"
 onstart:
     from membench.measure import stopping
 
+    last_words.take()  # what an earlier, killed run left unsaid
     stopping.stop_measurements_on_signal(marker=MEASURE_ROUND.name)
+
+
+# A failed step's own message (collect's problems, a full disk) comes last,
+# after Snakemake's error boxes (membench.core.last_words).
+onerror:
+    for _message in last_words.take():
+        print("\n" + _message, file=sys.stderr)
+
+
+onsuccess:
+    last_words.take()
+    # the report a failed run set aside, now that a current one is there
+    if Path("results/report.html").exists():
+        Path("results/report-stale.html").unlink(missing_ok=True)
 
 
 # The topology is named here too: a deleted results/<system>/topology.json
 # is probed again (as an input of later rules only, Snakemake would leave it
 # missing while their outputs exist). The rounds then rerun and keep every
 # stored repetition: the machine is judged by content (membench.measure.identity).
+# The intermediates are named too (each system's measurements.csv, the
+# summary tables, and the round manifests): Snakemake leaves a missing
+# intermediate missing while what was built from it exists, so without
+# them a deleted measurements.csv, or "Measure again" (README), would be
+# "Nothing to be done". A manifest that no longer describes its run files
+# is rerun as well (common.smk; membench.core.manifests).
 rule all:
     default_target: True
     input:
         "results/report.html",
         expand("results/{system}/topology.json", system=SYSTEMS),
+        expand("results/{system}/measurements.csv", system=SYSTEMS),
+        rules.analyse_measurements.output,
+        []
+        if FIGURES_ONLY
+        else [m for system in SYSTEMS for m in round_manifests(system)],

@@ -258,9 +258,14 @@ def test_the_harness_is_the_oom_killers_first_choice_and_its_kill_is_named(tmp_p
 
 
 def stored_file(runs: Path, cell, k: int, request_digest: str) -> str:
+    """A valid repetition file (synthetic records) with this request digest."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import synthetic_runs
+
     path = Path(layout.run_path(str(runs), cell, k))
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"request_digest": request_digest}) + "\n")
+    records = synthetic_runs.one_run(cell, synthetic_runs.MACHINES["2x4x2"], runs.parent.name, k, [1.7e9], VARIANTS)
+    path.write_text("".join(json.dumps({**r, "request_digest": request_digest}) + "\n" for r in records))
     return str(path)
 
 

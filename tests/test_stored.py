@@ -6,6 +6,7 @@ ends with the message, not a traceback."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -148,7 +149,9 @@ def test_each_damage_is_named_with_file_and_line(study, kind):
     where = f"{path}:{line}: " if line else f"{path}: "
     assert any(row.strip().startswith(where) and fragment in row for row in message.splitlines()), message
     assert message.splitlines()[-2].startswith("collect changed nothing. Restore these files")
-    assert message.splitlines()[-1].startswith("  rm -r ") and str(Path(path).parent) in message.splitlines()[-1]
+    # the printed fix sets the file aside; it never deletes a stored repetition
+    assert message.splitlines()[-1] == f"  mv {path} {path}.damaged"
+    assert "rm " not in message
     assert "Traceback" not in message
 
 
@@ -256,3 +259,51 @@ def test_one_cpu_checks_first(study, kind, monkeypatch):
     path, line, fragment = damage(kind, paths)
     message = collect_error(work, paths, expected)
     assert f"{path}:{line}: " in message and fragment in message, message
+
+
+# ------------------------------------------- stored runs of an earlier membench
+
+FIXTURE_DEV16 = REPO / "tests" / "fixtures" / "dev16"
+LOADED = {
+    "experiments": {
+        "loaded_latency": {"kernel": "loaded", "threads": [16], "affinity": ["close"], "load_op": ["triad"],
+                           "load_delay": [0, 50], "size": ["512MiB"], "repeats": 1, "ntimes": 5},
+        "gone": {"kernel": "stream", "threads": [1], "affinity": ["close"]},
+    }
+}  # fmt: skip
+
+
+def test_a_v1_chase_states_its_group_as_requested():
+    v1 = {"schema": 1, "kernel": "loaded", "page_group": 16, "working_set_bytes": 4096}
+    assert record_schema.migrate(v1)["chase_group_requested"] == 65536  # 16 pages of 4 KiB, never capped
+    assert "chase_group_requested" not in record_schema.migrate({"schema": 1, "kernel": "stream"})
+
+
+def test_runs_under_an_earlier_cell_id_are_shown_with_the_group_they_state(tmp_path):
+    """dev16's loaded runs predate the chase-group axis (…_triad_d0, no _g…)
+    and their records say 64 KiB groups: collected as the _g64KiB cells,
+    never as the config's 256 KiB; what no cell claims is said, by reason."""
+    from membench.store import claims
+
+    system = tmp_path / "results" / "dev16"
+    shutil.copytree(FIXTURE_DEV16 / "earlier", system / "runs")
+    shutil.copy2(FIXTURE_DEV16 / "topology.json", system / "topology.json")
+    stray = system / "runs" / "old" / "stream-default" / "t1_close_default_variant_parallel_sauto" / "r0.jsonl"
+    stray.parent.mkdir(parents=True)
+    stray.write_text("{}\n")
+    beyond = next((system / "runs" / "loaded_latency").glob("*/*d0")) / "r1.jsonl"
+    beyond.write_text("{}\n")
+    table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
+    cells = checks.load(LOADED, REPO / "workflow" / "schemas" / "config.schema.yaml", table)[1]
+    found = claims.claim(str(system / "runs"), cells)
+    shown = sorted(cell.id for cell in found.cells)
+    assert shown == [f"loaded_latency/loaded-default/t16_close_default_variant_parallel_s536870912_triad_d{d}_g64KiB"
+                     for d in (0, 50)]  # fmt: skip
+    assert sorted(found.lines()) == [
+        "1 run file(s): experiment 'old' is not in the config",
+        "1 run file(s): repetitions beyond the config's repeats (loaded_latency: 1)",
+    ]
+    expected = stored.Expected(cells + found.cells, table, found.moved)
+    out = collect.collect_runs(found.files, str(tmp_path / "m.csv"), str(system / "topology.json"), expected)
+    assert sorted(set(out["cell"])) == shown
+    assert set(out["chase_group_requested"]) == {65536} and set(out["experiment"]) == {"loaded_latency"}

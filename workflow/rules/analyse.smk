@@ -14,6 +14,8 @@ rule collect_runs:
     params:
         experiments=CONFIG["experiments"],
         variants=str(VARIANTS_FILE),
+        report="results/report.html",
+        stored=stored_fingerprint,
     script:
         "../scripts/collect_runs.py"
 

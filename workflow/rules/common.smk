@@ -14,7 +14,7 @@ sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 # Planning imports the plan stage only: never measurement, analysis or
 # plotting code (tests/test_architecture.py).
 from membench import __version__
-from membench.core import layout
+from membench.core import last_words, layout, manifests, run_lock
 from membench.plan import c2c_pairs, figure_kinds, node_pairs, rounds, variants
 from membench.plan import checks
 from membench.plan import grammar
@@ -44,6 +44,18 @@ try:
 except grammar.ConfigError as error:
     raise WorkflowError(str(error)) from None
 SYSTEMS = grammar.system_names(CONFIG)
+# One membench run per results folder, planning included (membench.core.run_lock).
+if workflow.is_main_process:
+    _argv = sys.argv[1:]
+    _config_name = next(
+        (b for a, b in zip(_argv, _argv[1:]) if a in ("--configfile", "--configfiles")),
+        "from the profile",
+    )
+    _busy = run_lock.take("results", _config_name, _argv)
+    if _busy and not run_lock.read_only(_argv):
+        raise WorkflowError(_busy)
+    if _busy:
+        print(f"membench: {_busy}", file=sys.stderr)
 # c2c: pairs: all is bounded at 64 CPUs (from the probed topology, else this
 # host when it measures); the dry run states the pairs each system measures.
 for _line in c2c_pairs.plan_lines(CELLS, SYSTEMS, bool(CONFIG.get("systems"))):
@@ -109,16 +121,95 @@ def stored_runs(wildcards):
             f"results/{wildcards.system}/rounds/r{k}-{ROUND_INPUTS.study_digest(k)}.json"
             for k in range(ROUNDS)
         ]
-    probe = Path(f"results/{wildcards.system}/topology.json")
-    cells = node_pairs.expand_pairs(
-        CELLS, json.loads(probe.read_text()) if probe.exists() else None
-    )
-    files = (
-        layout.run_path(f"results/{wildcards.system}/runs", cell, k)
-        for cell in cells
-        for k in range(cell.repeats)
-    )
-    return [f for f in files if Path(f).exists()]
+    return stored_claims(wildcards.system).files
+
+
+_CLAIMS = {}
+
+
+def stored_claims(system):
+    """Figures-only: the stored repetition files the config's cells claim,
+    those of an earlier membench's cell ids migrated, and the rest with the
+    reason they are not shown (membench.store.claims)."""
+    if system not in _CLAIMS:
+        from membench.store import claims
+
+        probe = Path(f"results/{system}/topology.json")
+        try:
+            topology = json.loads(probe.read_text()) if probe.exists() else None
+        except ValueError:
+            topology = None  # collect names what is wrong with it
+        cells = node_pairs.expand_pairs(CELLS, topology)
+        _CLAIMS[system] = claims.claim(f"results/{system}/runs", cells)
+    return _CLAIMS[system]
+
+
+def not_shown():
+    """Figures-only: per system, the lines saying what is stored but not
+    shown, and which earlier cells are shown migrated (also in the report)."""
+    if not FIGURES_ONLY:
+        return {}
+    return {
+        system: {
+            "not_shown": stored_claims(system).lines(),
+            "migrated": stored_claims(system).migrated_lines(),
+        }
+        for system in SYSTEMS
+    }
+
+
+def round_manifests(system):
+    return [
+        layout.manifest_path(f"results/{system}", k, ROUND_INPUTS.study_digest(k))
+        for k in range(ROUNDS)
+    ]
+
+
+def stored_fingerprint(wildcards):
+    """Figures-only: the names, sizes and times of the stored run files
+    collect reads (membench.core.manifests.fingerprint), as a param: files
+    copied in with `cp -a` (older times) or restored are collected again."""
+    return manifests.fingerprint(stored_runs(wildcards)) if FIGURES_ONLY else ""
+
+
+# A round manifest is checked against the run files it lists, never
+# trusted: one that no longer describes them (a file deleted, replaced,
+# copied in, or written by an undone edit's round) is deleted, a missing
+# output, so its round runs again (a dry run only says so); the round keeps
+# what is the same by content, moves the rest to superseded/ and measures
+# what is missing (membench.core.manifests). A manifest holds no data.
+if not FIGURES_ONLY and workflow.is_main_process:
+    _STALE = {
+        path: reason
+        for system in SYSTEMS
+        for path in round_manifests(system)
+        if (reason := manifests.stale_reason(path))
+    }
+    _DRY = run_lock.read_only(sys.argv[1:])
+    for _path, _reason in list(_STALE.items())[:5]:
+        print(f"membench: round {_path} runs again: {_reason}", file=sys.stderr)
+    if len(_STALE) > 5:
+        print(
+            f"membench: ... and {len(_STALE) - 5} more rounds run again",
+            file=sys.stderr,
+        )
+    if _STALE and _DRY:
+        print(
+            "membench: (a dry run: the plan below does not show them yet)",
+            file=sys.stderr,
+        )
+    for _path in [] if _DRY else _STALE:
+        Path(_path).unlink(missing_ok=True)
+
+
+if FIGURES_ONLY and workflow.is_main_process:
+    for _system, _said in not_shown().items():
+        for _line in _said["migrated"]:
+            print(f"membench: {_system}: {_line}", file=sys.stderr)
+        for _line in _said["not_shown"]:
+            print(
+                f"membench: {_system}: stored but not shown: {_line}", file=sys.stderr
+            )
 
 
 def round_binaries(wildcards):

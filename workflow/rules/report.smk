@@ -23,5 +23,6 @@ rule render_report:
         experiments=EXPERIMENTS,
         systems=SYSTEMS,
         provenance=provenance(),
+        stored=not_shown(),
     script:
         "../scripts/render_report.py"

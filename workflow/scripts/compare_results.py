@@ -4,7 +4,9 @@
 input, 0 otherwise."""
 
 import argparse
+import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -14,9 +16,39 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from membench.compare.match import SideError  # noqa: E402
+from membench.compare.match import KNOBS, SideError, parse_side, systems_in  # noqa: E402
 from membench.store.stored import StoredRunsError  # noqa: E402
 from membench.compare.output import run_compare  # noqa: E402
+
+
+def side_file_problems(base: str, new: str) -> list[str]:
+    """The system files of each side that are there but not JSON objects;
+    run files of another system under a side's system folder."""
+    problems = []
+    for label, spec in (("BASE", base), ("NEW", new)):
+        results, system = parse_side(spec)
+        for name in [system] if system else systems_in(results):
+            for kind in ("environment.json", "topology.json"):
+                path = results / name / kind
+                if not path.is_file():
+                    continue
+                try:
+                    data = json.loads(path.read_text())
+                except (OSError, ValueError) as exc:
+                    problems.append(f"{label} {path}: not JSON ({exc}); copy it whole from where the runs were measured")
+                    continue
+                if not isinstance(data, dict):
+                    problems.append(f"{label} {path}: a JSON {type(data).__name__}, not an object; copy it whole")
+            others = sorted({
+                m.group(1)
+                for f in (results / name / "runs").glob("**/r*.jsonl")
+                for m in [re.search(r'"system": "([^"]*)"', f.read_text(errors="replace")[:20000])]
+                if m and m.group(1) != name
+            })
+            if others:
+                problems.append(f"{label} {results / name}/runs holds records of another system ({', '.join(others)}); "
+                                "move them to results/<their system>/runs/")
+    return problems
 
 
 def main(argv=None) -> int:
@@ -38,11 +70,26 @@ def main(argv=None) -> int:
     if problems:
         parser.error("; ".join(problems))
     ignore = [k.strip() for k in args.ignore.split(",") if k.strip()]
+    known = {k.removesuffix("_requested") for k in KNOBS} | set(KNOBS)
+    unknown = [k for k in ignore if k not in known]
+    if unknown:
+        print(f"compare: IGNORE {','.join(unknown)}: no such knob; knobs: {', '.join(sorted(known))}", file=sys.stderr)
+        return 2
+    try:
+        damaged = side_file_problems(args.base, args.new)
+    except SideError as exc:
+        damaged = [str(exc)]
+    if damaged:
+        print("\n".join(f"compare: {p}" for p in damaged), file=sys.stderr)
+        return 2
     try:
         result, code = run_compare(args.base, args.new, args.out, threshold=args.threshold / 100,
                                    confidence=args.confidence / 100, ignore=ignore, html=not args.no_html)
     except (SideError, StoredRunsError) as exc:
         print(f"compare: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError, KeyError) as exc:  # bad input never reads as "worse" (exit 1)
+        print(f"compare: bad input ({type(exc).__name__}: {exc}); nothing was compared", file=sys.stderr)
         return 2
     print((args.out / "compare.txt").read_text(), end="")
     return code

@@ -17,6 +17,7 @@ from membench.plan import rounds
 from membench.measure import rounds as measure_rounds
 from membench.measure import stopping
 from membench.plan import variants
+from membench.core import last_words
 from membench.core.store_errors import StoreError
 
 
@@ -44,7 +45,7 @@ def closing_line(manifest: dict, plan: rounds.Plan) -> str:
         f"{len(manifest[key])} {what}"
         for key, what in (
             ("superseded", "moved aside to results/" + plan.system + "/superseded/ (README, Everyday use)"),
-            ("adopted", "kept from a renamed experiment's files"),
+            ("adopted", "brought back from files stored under another name (superseded/ after an undone edit, a renamed experiment)"),
             ("kept_unverified", "kept on their request alone (stored before binary and machine were recorded)"),
         )
         if manifest.get(key)
@@ -54,6 +55,14 @@ def closing_line(manifest: dict, plan: rounds.Plan) -> str:
     if manifest["measured"]:
         line += f" ({manifest['seconds'] / len(manifest['measured']):.1f} s per measurement)"
     return line + "; `make status` tells the time left"
+
+
+def stopped(plan: rounds.Plan, error: StoreError) -> int:
+    """One line, now and again as the run's last lines (membench.core.last_words)."""
+    message = f"{plan.system} round {plan.round_index} stopped: {error}"
+    print(message, file=sys.stderr, flush=True)
+    last_words.leave(message)
+    return 1
 
 
 def main(argv=None) -> int:
@@ -84,9 +93,11 @@ def main(argv=None) -> int:
             return 1
         except StoreError as error:
             log.write(f"stopped: {error}\n")
-            print(f"{plan.system} round {plan.round_index} stopped: {error}", file=sys.stderr)
-            return 1
-    measure_rounds.write_manifest(args.manifest, manifest)
+            return stopped(plan, error)
+    try:
+        measure_rounds.write_manifest(args.manifest, manifest)
+    except StoreError as error:
+        return stopped(plan, error)
     print(closing_line(manifest, plan), flush=True)
     return 0
 

@@ -20,5 +20,6 @@ render_report(
         )
     },
     provenance=snakemake.params.provenance,
+    stored=snakemake.params.stored,
     output=snakemake.output[0],
 )

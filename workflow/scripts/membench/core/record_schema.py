@@ -211,10 +211,20 @@ def _from_v1(record: dict) -> dict:
         pages = out.pop("page_group", None)
         if group is None and type(pages) is int:
             group = pages * V1_PAGE_BYTES
+        if out.get("kernel") in ("chase", "loaded") and out.get("chase_group_requested") is None and group:
+            # the group the chase was asked for: the cell-id axis added
+            # later takes it (membench.store.claims), never today's default
+            out["chase_group_requested"] = group
         if group is not None and type(out.get("working_set_bytes")) is int:
             group = min(group, out["working_set_bytes"])
         out.setdefault("group_bytes", group)
         out.setdefault("group_full", None if group is None else False)
+    line = out.get("line_bytes")
+    if out.get("kernel") in ("chase", "loaded") and out.get("chase_spacing_requested") is None and type(line) is int:
+        # a version-1 chase put one pointer in every cache line (the spacing
+        # axis came later, at one per 256 B): the spacing is the line size
+        out["chase_spacing_requested"] = line
+        out.setdefault("pointer_spacing_bytes", line)
     if out.get("kernel") in ("chase", "loaded") and "cycle_walks" not in out:
         loads, seconds, cycle = out.get("loads"), out.get("seconds"), out.get("cycle_length")
         ok = type(loads) is int and type(seconds) is list and type(cycle) is int and cycle > 0

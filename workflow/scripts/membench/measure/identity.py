@@ -57,12 +57,43 @@ def file_sha256(path: str | Path) -> str:
     return _FILE_DIGESTS[key]
 
 
-def verdict(records: list[dict], request_digest: str, binary_sha256: str, machine_digest: str) -> tuple[str, str | None]:
+# A request's knobs as a record states them (request key -> record key):
+# what a request change changed, read back from the stored records.
+REQUEST_KNOBS = {
+    "kernel": "kernel", "variant": "variant", "threads": "threads_requested", "affinity": "affinity",
+    "policy": "policy_requested", "pages_requested": "pages_requested", "init": "init", "size": "size_requested",
+    "ntimes": "ntimes", "prefetch_distance": "prefetch_distance_requested", "load_delay": "load_delay_requested",
+    "sweep_from": "sweep_from", "points_per_octave": "points_per_octave", "chase_group": "chase_group_requested",
+    "chase_spacing": "chase_spacing_requested", "features": "features",
+}  # fmt: skip
+
+
+def request_change(records: list[dict], request: dict) -> str | None:
+    """The short digest of the knobs whose stored values differ from the
+    request, with those stored values ({"ntimes": 6}): the same for every
+    repetition of every cell one edit changed, so one edit's superseded
+    files share one folder. None when the records do not show what differs."""
+    first = records[0]
+    changed = {
+        key: first[record_key]
+        for key, record_key in REQUEST_KNOBS.items()
+        if key in request and record_key in first and first[record_key] != request[key]
+    }
+    if not changed:
+        return None
+    return hashlib.sha256(json.dumps(changed, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def verdict(records: list[dict], request_digest: str, binary_sha256: str, machine_digest: str,
+            request: dict | None = None) -> tuple[str, str | None]:  # fmt: skip
     """How a stored repetition stands against what the round would measure:
     ("current", None); ("unverified", None) for a file from before membench
     recorded binary and machine (its request matches: kept, and counted as
-    such); or ("superseded", why) with why = "<what changed>-<its old short
-    digest>", which names the folder the old file is moved to."""
+    such); or ("superseded", why) with why = "<what changed>-<short digest>",
+    which names the folder the old file is moved to: for a request, the
+    digest of the knobs that changed with their stored values (one folder
+    per edit, request_change), else of the old request (it names the
+    repetition too); for a binary or the machine, their old digest."""
     if not records:
         return "superseded", "unreadable-empty"
     for key, now, what in (
@@ -75,6 +106,8 @@ def verdict(records: list[dict], request_digest: str, binary_sha256: str, machin
             continue  # recorded before this key existed (see unverified)
         if old != {now}:
             stored = next((v for v in old if v not in (None, now)), None)
+            if what == "request" and request is not None and (change := request_change(records, request)):
+                stored = change
             return "superseded", f"{what}-{str(stored)[:12] if stored else 'none'}"
     if any(r.get("binary_sha256") is None or r.get("machine_digest") is None for r in records):
         return "unverified", None

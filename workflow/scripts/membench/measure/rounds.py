@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from membench.core import layout
+from membench.core import layout, manifests
 from membench.core.atomic_files import read_jsonl, write_text_atomic
 from membench.core.store_errors import store_error
 from membench.measure import identity, superseded
@@ -74,7 +74,7 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
             "binary_sha256": identity.file_sha256(binary),
             "machine_digest": machine,
         }
-        state = _stored_state(Path(path), identity_keys)
+        state = _stored_state(Path(path), identity_keys, request)
         if state[0] == "superseded":
             aside = _store(lambda: superseded.move_aside(path, runs_dir, state[1]), "move aside", path)
             moved[path] = str(aside)
@@ -122,14 +122,14 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
     }
 
 
-def _stored_state(path: Path, identity_keys: dict) -> tuple[str, str | None]:
+def _stored_state(path: Path, identity_keys: dict, request: dict | None = None) -> tuple[str, str | None]:
     if not path.exists():
         return "missing", None
     try:
         records = read_jsonl(path)
     except (OSError, ValueError):
         records = []
-    return identity.verdict(records, **identity_keys)
+    return identity.verdict(records, **identity_keys, request=request)
 
 
 def _store(action: Callable, what: str, path: str):
@@ -142,5 +142,9 @@ def _store(action: Callable, what: str, path: str):
 
 
 def write_manifest(path: str, manifest: dict) -> None:
-    write_text_atomic(Path(path), json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    """The manifest, with the size and time of each run file as the round
+    leaves it (membench.core.manifests checks them before the next plan); a
+    write error is a StoreError (one line, what to do)."""
+    manifest = {**manifest, "stored": manifests.stored_states(manifest["runs"])}
+    _store(lambda: write_text_atomic(Path(path), json.dumps(manifest, indent=1, sort_keys=True) + "\n"), "write the manifest", path)
 

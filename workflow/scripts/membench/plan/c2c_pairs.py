@@ -203,10 +203,17 @@ def plan_lines(cells, systems: list[str], remote: bool, results: Path = Path("re
     host_cpus = None if remote else len(os.sched_getaffinity(0))
     for system in systems:
         topology = results / system / "topology.json"
-        error = too_many_for_all(c2c, topology, host_cpus)
+        try:
+            error = too_many_for_all(c2c, topology, host_cpus)
+            count, exact = planned_pairs(c2c, topology, host_cpus) if not error else (0, False)
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as damage:
+            reason = "not JSON" if isinstance(damage, ValueError) else f"no usable CPU list ({type(damage).__name__}: {damage})"
+            return [
+                f"error: system {system}: {topology} is damaged ({reason}); the c2c pairs come from it: "
+                "copy it whole from where the runs were measured, or delete it and rerun (the probe writes it again)"
+            ]
         if error:
             return [f"error: system {system}: {error}"]
-        count, exact = planned_pairs(c2c, topology, host_cpus)
         cells_text = f"{len(c2c)} c2c cell{'s' if len(c2c) != 1 else ''}"
         if exact:
             lines.append(f"membench c2c: system {system}: {count} CPU pairs in {cells_text} (from {topology})")

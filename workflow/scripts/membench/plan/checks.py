@@ -27,6 +27,7 @@ from membench.plan.grammar import (
     parse_size,
 )
 from membench.plan.families import FAMILIES
+from membench.plan.figure_kinds import DEFAULT_KINDS
 from membench.plan.peak_config import config_problems as peak_config_problems
 from membench.plan.variants import families, variant_names
 
@@ -317,6 +318,47 @@ def _empty_experiments(config: dict, schema: dict, variants_table: dict, names: 
     return problems
 
 
+# Bytes a file system takes per path component (ext4, xfs, btrfs, tmpfs,
+# NFS), and what a written file's temporary name adds to its own
+# (membench.core.atomic_files: ".<name>.XXXXXXXX.tmp").
+MAX_COMPONENT = 255
+TEMPORARY_EXTRA = len("..XXXXXXXX.tmp")
+LONGEST_KIND = max((k for kinds in (*(f.figures for f in FAMILIES.values()), DEFAULT_KINDS, ("size", "matrix")) for k in kinds), key=len)
+
+
+def _shown(name: str) -> str:
+    return repr(name if len(name) <= 40 else name[:37] + "...")
+
+
+def name_length_problems(config: dict, schema: dict, variants_table: dict, intact: list[str]) -> list[str]:
+    """Names that become path components (a system's results folder, an
+    experiment's runs folder and figure files, each cell id's parts) longer
+    than the file system takes: said with the config, before anything runs."""
+    problems = []
+    systems = list(config["systems"]) if isinstance(config.get("systems"), dict) else [config.get("system")]
+    for key, name in zip(["systems." if config.get("systems") else "system"] * len(systems), systems):
+        if isinstance(name, str) and len(name.encode()) > MAX_COMPONENT - TEMPORARY_EXTRA:
+            where = f"systems.{_shown(name)}" if key == "systems." else "system"
+            problems.append(f"{where}: {_shown(name)} is {len(name.encode())} bytes; allowed: at most "
+                            f"{MAX_COMPONENT - TEMPORARY_EXTRA} bytes (it names results/<system>/ and bin/<system>/)")  # fmt: skip
+    experiments = config.get("experiments") if isinstance(config.get("experiments"), dict) else {}
+    most = MAX_COMPONENT - TEMPORARY_EXTRA - len(f"-{LONGEST_KIND}.svg")
+    for name in experiments:
+        if isinstance(name, str) and len(name.encode()) > most:
+            problems.append(f"experiments.{_shown(name)}: the name is {len(name.encode())} bytes; allowed: at most {most} "
+                            f"bytes (it names results/<system>/runs/<experiment>/ and results/figures/<experiment>-<kind>.svg)")  # fmt: skip
+    for name in intact:
+        if not isinstance(name, str) or len(name.encode()) > most:
+            continue
+        experiment = _apply_defaults({"experiments": {name: experiments[name]}}, schema)["experiments"][name]
+        longest = max((part for cell in experiment_cells(name, experiment, variants_table)
+                       for part in cell.id.split("/")[1:]), key=lambda p: len(p.encode()), default="")  # fmt: skip
+        if len(longest.encode()) > MAX_COMPONENT:
+            problems.append(f"experiments.{name}: a cell id's folder {_shown(longest)} is {len(longest.encode())} "
+                            f"bytes; allowed: at most {MAX_COMPONENT} bytes (shorter variant or axis values)")  # fmt: skip
+    return problems
+
+
 def validate(config: dict, schema: dict, variants_table: dict) -> dict:
     """The config with defaults applied, or ConfigError listing every problem."""
     if not isinstance(config, dict):
@@ -335,6 +377,9 @@ def validate(config: dict, schema: dict, variants_table: dict) -> dict:
     if isinstance(config.get("experiments"), dict):
         intact = [n for n in config["experiments"] if n not in broken]
         problems += _empty_experiments(config, schema, variants_table, intact)
+    else:
+        intact = []
+    problems += name_length_problems(config, schema, variants_table, intact)
     if problems:
         raise ConfigError(sorted(problems))
     return _apply_defaults(config, schema)

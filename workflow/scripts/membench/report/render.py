@@ -19,6 +19,7 @@ import yaml
 from markupsafe import Markup
 
 from membench.plan import node_pairs
+from membench.plan.grammar import group_text, parse_group
 from membench.analyse.node_matrix import experiment_matrices, table_context
 from membench.core import paths
 from membench.core.atomic_files import write_text_atomic
@@ -184,6 +185,19 @@ def c2c_hierarchy_rows(classes: pd.DataFrame | None) -> dict[str, dict[str, dict
     return rows
 
 
+def _axes(spec: dict, part: pd.DataFrame) -> dict:
+    """The experiment's axes as the config writes them; a chase group its
+    stored runs state otherwise (an earlier membench's, membench.store.claims)
+    is named beside it, never passed off as the config's."""
+    axes = {k: v for k, v in spec.items() if k not in ("kernel", "exclude") and _relevant(k, spec["kernel"])}
+    if "chase_group" in axes and "chase_group_requested" in part:
+        asked = {group_text(parse_group(g)) for g in axes["chase_group"]}
+        stored = sorted({group_text(g) for g in part["chase_group_requested"].dropna()} - asked)
+        if stored:
+            axes["chase_group"] = f"{axes['chase_group']}; stored runs of an earlier membench: {', '.join(stored)}"
+    return axes
+
+
 def build_context(
     *,
     config: dict,
@@ -195,9 +209,11 @@ def build_context(
     modes: pd.DataFrame | None = None,
     superseded: dict | None = None,
     c2c_classes: pd.DataFrame | None = None,
+    stored: dict | None = None,
 ) -> dict:
     """superseded: system -> {cell id: repetitions moved aside}
-    (membench.core.layout.superseded_counts)."""
+    (membench.core.layout.superseded_counts); stored: figures-only, system ->
+    {"not_shown": lines, "migrated": lines} (membench.store.claims)."""
     line_bytes = {name: system["topology"]["line_bytes"] for name, system in systems.items()}
     peaks = system_peaks(systems, config.get("systems"))
     shares = cell_shares(cells, peaks)
@@ -215,7 +231,7 @@ def build_context(
             {
                 "name": name,
                 "kernel": spec["kernel"],
-                "axes": {k: v for k, v in spec.items() if k not in ("kernel", "exclude") and _relevant(k, spec["kernel"])},
+                "axes": _axes(spec, part),
                 "figures": {kind: Markup(svg) for kind, svg in figures.get(name, {}).items()},
                 "tables": tables + c2c_tables(c2c_classes, name),
                 "cells": [
@@ -238,6 +254,7 @@ def build_context(
     return {
         "hierarchy": levels,
         "headlines": headlines,
+        "stored": stored or {},
         "provenance": provenance,
         "systems": systems,
         "experiments": experiments,
@@ -275,6 +292,7 @@ def render_report(
     system_files: dict[str, dict[str, str]],
     provenance: dict,
     output: str,
+    stored: dict | None = None,
 ) -> None:
     """figures: SVG paths named <experiment>-<kind>.svg; system_files:
     system -> {"topology": path, "environment": path}."""
@@ -294,6 +312,7 @@ def render_report(
         c2c_classes=pd.read_csv(c2c_classes_csv) if c2c_classes_csv else None,
         figures=svgs,
         systems=systems,
+        stored=stored,
         superseded={name: superseded_counts(Path(files["topology"]).parent) for name, files in system_files.items()},
         provenance={
             **provenance,

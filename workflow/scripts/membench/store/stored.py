@@ -40,6 +40,28 @@ def _not_a_number(name: str):
 _DECODER = json.JSONDecoder(parse_constant=_not_a_number)
 
 
+def _non_finite_keys(line: str) -> list[str]:
+    """The keys holding NaN or Infinity in a line (Python's reader takes them)."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return []
+    found = []
+
+    def walk(v, at):
+        if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")):
+            found.append(at or "(the line)")
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                walk(item, f"{at}.{k}" if at else str(k))
+        elif isinstance(v, list):
+            for i, item in enumerate(v):
+                walk(item, f"{at}[{i}]")
+
+    walk(value, "")
+    return found
+
+
 def _lines(path: Path, data: bytes, problems: list[str]) -> Iterator[tuple[int, str, bool]]:
     """(line number, text, whether the line ended with a newline) of every
     line that decodes as UTF-8; a line that does not is a problem."""
@@ -90,7 +112,9 @@ def read_run_file(path: str | Path, problems: list[str], checker: record_schema.
                 problems.append(f"{path}:{number}: not JSON ({error.msg} at column {error.colno})")
             continue
         except ValueError as error:
-            problems.append(f"{path}:{number}: {error}")
+            keys = _non_finite_keys(line)
+            where = f"key {', '.join(keys)}: " if keys else ""
+            problems.append(f"{path}:{number}: {where}{error}")
             continue
         if type(record) is not dict:
             problems.append(f"{path}:{number}: a JSON {type(record).__name__}, not a record (a JSON object)")
@@ -133,9 +157,15 @@ class Expected:
     """What the config asks of each stored repetition: its cell (by id) and
     the request it is measured for (membench.plan.rounds.cell_request)."""
 
-    def __init__(self, cells: list[Cell], variants_table: dict):
+    def __init__(self, cells: list[Cell], variants_table: dict, moved: dict[str, Cell] | None = None):
         self.cells = {cell.id: cell for cell in cells}
         self.table = variants_table
+        # files stored under an earlier membench's cell id -> the cell they
+        # are shown as (membench.store.claims)
+        self.moved = moved or {}
+
+    def cell_of(self, path: str, cell_id: str) -> Cell | None:
+        return self.moved.get(str(path)) or self.cells.get(cell_id)
 
     def request(self, cell: Cell, system: str, repeat: int) -> dict:
         return rounds.cell_request(cell, system, repeat, self.table)
@@ -156,7 +186,7 @@ def consistency_problems(path: str, records: list[tuple[int, dict]], expected: E
     where = path_parts(path)
     if where is None:
         return [f"{path}: not a repetition file path (results/<system>/runs/<experiment>/<kernel>-<variant>/<axes>/r<k>.jsonl)"]
-    cell = expected.cells.get(where["cell"]) if expected else None
+    cell = expected.cell_of(path, where["cell"]) if expected else None
     request = expected.request(cell, where["system"], where["repeat"]) if cell else None
     want_digest = rounds.digest(request) if request else None
     problems = []
@@ -213,7 +243,7 @@ def read_runs(paths: list[str], expected: Expected | None = None, by_path: bool 
         problems += wrong
         if wrong:
             continue
-        where = path_parts(path)
+        where = _shown_as(path, expected)
         for _, record in found:
             if record.get("experiment") != where["experiment"] or record.get("cell") != where["cell"]:
                 record = {**record, "experiment": where["experiment"], "cell": where["cell"]}
@@ -233,11 +263,19 @@ def run_problems(paths: list[str], expected: Expected | None = None) -> list[str
     return problems
 
 
-def records_as_stored(paths: list[str]) -> Iterator[dict]:
+def _shown_as(path: str, expected: Expected | None) -> dict:
+    """path_parts, with the cell a file of an earlier membench's cell id is
+    shown as (membench.store.claims)."""
+    where = path_parts(path)
+    moved = expected.moved.get(str(path)) if expected else None
+    return {**where, "cell": moved.id} if moved else where
+
+
+def records_as_stored(paths: list[str], expected: Expected | None = None) -> Iterator[dict]:
     """The records of files run_problems finds whole, read without checking
     them (migrated; the path names their experiment and cell)."""
     for path in paths:
-        where = path_parts(path)
+        where = _shown_as(path, expected)
         with open(path, "rb") as fh:
             for line in fh:
                 if not line.strip():
@@ -245,7 +283,9 @@ def records_as_stored(paths: list[str]) -> Iterator[dict]:
                 record = _DECODER.decode(line.decode("utf-8"))
                 if record.get("schema") != SCHEMA_VERSION:
                     record = record_schema.migrate(record)
-                if record.get("experiment") != where["experiment"] or record.get("cell") != where["cell"]:
+                if record.get("experiment") == where["experiment"] and record.get("cell") != where["cell"]:
+                    record = {**record, "cell": where["cell"]}  # an earlier membench's cell id
+                elif record.get("experiment") != where["experiment"] or record.get("cell") != where["cell"]:
                     # a renamed experiment's repetition (membench.measure.stored_index):
                     # reported under its new name, the old one kept beside it
                     record = {**record, "experiment": where["experiment"], "cell": where["cell"],
@@ -262,13 +302,13 @@ def checked(paths: list[str], expected: Expected | None, consume: Callable[[Iter
         problems = run_problems(paths, expected)
         if problems:
             raise StoredRunsError(problems_message(problems, paths))
-        return consume(records_as_stored(paths))
+        return consume(records_as_stored(paths, expected))
     # fork: the check needs nothing this process has not imported, and a
     # spawned child would run the calling script (a Snakemake script) again.
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
         check = pool.submit(run_problems, paths, expected)
         try:
-            result, error = consume(records_as_stored(paths)), None
+            result, error = consume(records_as_stored(paths, expected)), None
         except Exception as caught:  # noqa: BLE001 - the check says what was wrong
             result, error = None, caught
         problems = check.result()
@@ -285,14 +325,15 @@ def problems_message(problems: list[str], paths: list[str]) -> str:
     lines += [f"  {p}" for p in problems[:MAX_SHOWN]]
     if len(problems) > MAX_SHOWN:
         lines.append(f"  ... and {len(problems) - MAX_SHOWN} more")
-    cells = sorted({str(Path(f).parent) for f in files})
-    rounds_dirs = sorted({str(Path(c).parents[3] / "rounds") for c in cells if len(Path(c).parents) > 3})
     lines.append(
-        "collect changed nothing. Restore these files from where they came from, or measure them again: "
-        "delete their cells and the round manifests, then rerun (README, \"Measure again\"):"
+        "collect changed nothing. Restore these files from where they came from (cp -a), or set them aside "
+        "and measure them again (nothing is deleted; a normal run's rounds measure what is missing, "
+        "figures-only leaves them out):"
     )
-    shown = cells if len(cells) <= 10 else cells[:10] + [f"... ({len(cells) - 10} more cells)"]
-    lines.append("  rm -r " + " ".join(shown + rounds_dirs))
+    shown = files if len(files) <= 10 else files[:10]
+    lines += [f"  mv {f} {f}.damaged" for f in shown]
+    if len(files) > 10:
+        lines.append(f"  ... and the same for {len(files) - 10} more files")
     return "\n".join(lines)
 
 

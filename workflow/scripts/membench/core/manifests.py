@@ -1,0 +1,64 @@
+"""A round's manifest says which repetition files the round stored; it is
+checked against those files before Snakemake plans, never trusted.
+
+The manifest (results/<system>/rounds/r<k>-<study>.json, the round's
+Snakemake output) records, per run file, its size and modification time
+when the round ended (`stored`). A manifest whose files are gone, or were
+replaced since (copied in with `cp -a`, which keeps an older time; an undone
+edit whose files another round wrote; restored from a backup), no longer
+describes the stored runs: its round runs again (the workflow forces it, as
+`--forcerun` would), and the round keeps every repetition that is the same
+by content, moves the others to superseded/ and measures what is missing.
+Manifests written before `stored` was recorded are checked for missing
+files only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+
+def file_state(path: str) -> list[int] | None:
+    """[size, mtime_ns] of a stored file, None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def stored_states(paths: list[str]) -> dict[str, list[int] | None]:
+    return {path: file_state(path) for path in paths}
+
+
+def stale_reason(manifest_file: str | Path) -> str | None:
+    """Why an existing manifest no longer describes the stored runs, or
+    None when it does (or does not exist: Snakemake sees a missing output)."""
+    try:
+        manifest = json.loads(Path(manifest_file).read_text())
+        runs = list(manifest["runs"])
+        stored = manifest.get("stored") or {}
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return "it is not a readable manifest"
+    for path in runs:
+        now = file_state(path)
+        if now is None:
+            return f"{path} is missing"
+        if path in stored and stored[path] != now:
+            return f"{path} changed since the round stored it"
+    return None
+
+
+def fingerprint(paths: list[str]) -> str:
+    """A digest of the names, sizes and modification times of stored files:
+    what figures-only collect reads changes it (files copied in with their
+    older times, a restored file), a move of the whole folder does not."""
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(f"{path}\0{file_state(path)}\n".encode())
+    return digest.hexdigest()[:16]
