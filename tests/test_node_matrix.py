@@ -206,7 +206,10 @@ def fake_records(cell, topo: dict, repeat: int, *, misplace: bool = False) -> li
         if cell.kernel == "chase":
             records = [{**base, "op": "random", "working_set_bytes": resolved["size"], "ns_per_load": 5.0 * distance + repeat}]
         else:
-            records = [{**base, "op": "sum", "gbps": 400.0 / distance + repeat, "gbps_wa": 400.0 / distance + repeat}]
+            # a read kernel: every byte it moves is read (as the harness records from its table)
+            records = [{**base, "op": "sum", "gbps": 400.0 / distance + repeat, "gbps_wa": 400.0 / distance + repeat,
+                        "bytes_per_iter": 8000, "bytes_per_iter_wa": 8000, "bytes_read_per_iter": 8000,
+                        "bytes_written_per_iter": 0}]  # fmt: skip
     for record in records:
         record.update(experiment=cell.experiment, cell=cell.id, threads_requested=cell.threads,
                       policy_requested=cell.policy, size_requested=cell.size,

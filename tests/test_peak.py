@@ -129,6 +129,9 @@ def record(**values):
         init="parallel", size_requested=2**30, size_bytes=2**30, load_delay_requested=0, status="ok", reason=None,
         gbps=60.0, gbps_wa=80.0, ns_per_load=math.nan, working_set_bytes=math.nan, hugepage_fraction=0.0,
         cpus="[0, 1]", page_nodes='{"0": 1.0}', migrated=False, placement_problems=None,
+        # triad per element as the harness records it from the kernel table: 24 B by
+        # STREAM's count, 32 with write-allocate, of which 24 read and 8 written
+        bytes_per_iter=24, bytes_per_iter_wa=32, bytes_read_per_iter=24, bytes_written_per_iter=8,
     )  # fmt: skip
     return {**base, **values}
 

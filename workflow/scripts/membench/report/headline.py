@@ -106,6 +106,8 @@ def _pair_entries(pairs: pd.DataFrame) -> list[dict]:
                 "placement": f"node matrix, {label} ({len(part)}: {part['ns'].min():.1f}–{part['ns'].max():.1f} ns)",
                 "pages": ", ".join(dict.fromkeys(part["pages"])),
                 "group": ", ".join(dict.fromkeys(part["group"])),
+                "spacing": ", ".join(dict.fromkeys(part["spacing"])) if "spacing" in part else "spacing not recorded",
+                "flag": next((f for f in part["flag"] if isinstance(f, str)), None) if "flag" in part else None,
                 "ns": float(part["ns"].median()),
                 "runs": int(part["runs"].sum()),
                 "link": "#idle-latency",
