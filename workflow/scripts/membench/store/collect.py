@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from membench.store.placement_classes import Machine, classify
+from membench.core import disturbance
 from membench.core.atomic_files import write_text_atomic
 from membench.store.stored import (
     Expected,
@@ -33,7 +34,8 @@ def _flat(value):
 # Per-thread lists the table leaves in the records: what they say is in the
 # table as placement classes and placement problems, and at 256 threads and
 # 1000 runs per cell they would be most of its bytes.
-RECORD_ONLY = ("cpus", "cpus_start", "cpus_bound", "cpu_nodes", "seconds")
+RECORD_ONLY = ("cpus", "cpus_start", "cpus_bound", "cpu_nodes", "seconds", "disturb_nivcsw", "sample_switched",
+               "disturb_steal_cpus")  # fmt: skip
 
 
 # What placement_problems reads: the records of one process share it.
@@ -57,6 +59,7 @@ def _row(record: dict, texts: dict | None = None) -> dict:
                 last = texts[key] = (value, _flat(value))
             value = last[1]
         row[key] = value
+    row.update(disturbance.columns(record))  # the disturbed rule's verdict (membench.core.disturbance)
     row.pop("features", None)
     row.update({f"feature_{k}": v for k, v in (record.get("features") or {}).items()})
     key = tuple(record.get(k) for k in PLACEMENT_KEYS)

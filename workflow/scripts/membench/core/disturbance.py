@@ -1,0 +1,126 @@
+"""The disturbed rule: which repetitions something else disturbed.
+
+A record carries what could have disturbed its timed region, read outside
+it by the harness (kernels/harness/disturb.c; keys disturb_*). A
+repetition is *disturbed* when, during its timed region:
+
+  switched   a measuring thread was switched out involuntarily at least
+             once (getrusage RUSAGE_THREAD ru_nivcsw > 0). c2c decides per
+             sample instead: its statistics come from the samples neither
+             thread was switched out in, and the record is disturbed only
+             when too few of those were left (handoff_basis "all");
+  steal      the hypervisor stole more than 1 % of the region from the
+             region's CPUs (/proc/stat steal; it counts 10 ms ticks, so in a
+             region under a second one tick is enough);
+  clock      the measuring core's clock after the region differs from the
+             one before by more than 10 % (dependent-add chain, cpu.c).
+
+The thresholds come from quiet sittings (README, "Disturbed repetitions"):
+a pinned thread of a quiet machine is never switched out over a timed
+region of up to a few seconds (0 of every repetition on the quiet runs),
+steal stays at 0 ticks, and the clock estimate moves by at most ~3 % on
+this 2-vCPU guest, while a busy loop sharing a measuring CPU switches its
+thread out tens of times a second. Other runnable tasks
+(disturb_others_running) are recorded and shown, never part of the rule:
+one that wanted a measuring CPU shows up as a switch; one elsewhere cannot
+be told from an idle loop by a count.
+
+A record whose counters were not recorded (an older record, or a kernel
+without the per-thread count or the steal field) is "not recorded"
+(disturbed None), never quiet. Imports nothing of membench.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+STEAL_FRACTION = 0.01  # steal over the timed region
+CLOCK_CHANGE = 0.10  # relative change of the core clock across the region
+NOT_RECORDED = "not recorded"
+
+
+def _value(value):
+    """A record's value, or one read back from a table (JSON text, NaN)."""
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def verdict(record: dict) -> tuple[bool | None, list[str]]:
+    """(disturbed, causes) of one record: True with what disturbed it
+    (short phrases: "switched out 3x", "steal 2.0 %", "clock 4.2->3.1 GHz"),
+    False when nothing did, None when nothing was recorded (causes then
+    says so)."""
+    get = lambda key: _value(record.get(key))  # noqa: E731
+    causes: list[str] = []
+    known = False
+    timed = get("disturb_timed_s")
+    basis = get("handoff_basis")
+    if basis is not None:  # c2c: per sample
+        known = True
+        switched = get("samples_switched") or 0
+        if basis == "all" and switched > 0:
+            causes.append(f"switched out in {switched} of {get('samples')} samples")
+    else:
+        switches = get("disturb_nivcsw")
+        if isinstance(switches, list):
+            known = True
+            if sum(switches) > 0:
+                causes.append(f"switched out {sum(switches)}x")
+    steal = get("disturb_steal_s")
+    if steal is not None and timed:
+        known = True
+        if steal > STEAL_FRACTION * timed:
+            causes.append(f"steal {100 * steal / timed:.1f} %")
+    clock = get("disturb_core_ghz")
+    if isinstance(clock, list) and len(clock) == 2 and all(clock):
+        known = True
+        before, after = clock
+        if abs(after / before - 1) > CLOCK_CHANGE:
+            causes.append(f"clock {before:.2f}->{after:.2f} GHz")
+    if not known:
+        return None, [NOT_RECORDED]
+    return bool(causes), causes
+
+
+def label(record: dict) -> str:
+    """What the report says of one record: the causes, "quiet", or "not
+    recorded"."""
+    disturbed, causes = verdict(record)
+    if disturbed is None:
+        return NOT_RECORDED
+    return "; ".join(causes) if disturbed else "quiet"
+
+
+def columns(record: dict) -> dict:
+    """The table columns of one record: disturbed (True / False / None) and
+    disturbed_by (the causes; None unless disturbed), and the measuring
+    threads' involuntary switches in all (None when not recorded)."""
+    disturbed, causes = verdict(record)
+    switches = _value(record.get("disturb_nivcsw"))
+    return {
+        "disturbed": disturbed,
+        "disturbed_by": "; ".join(causes) if disturbed else None,
+        "disturb_switches": sum(switches) if isinstance(switches, list) else None,
+    }
+
+
+def cause_kind(text: str) -> str:
+    """The kind of one cause phrase (switched, steal, clock) for counting."""
+    return text.split(" ", 1)[0].replace("switched", "switched out")
+
+
+def is_disturbed(value) -> bool:
+    """A table's disturbed cell (True, "True", 1.0; False, NaN, None,
+    empty) as a bool: only a repetition marked disturbed is True."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "1.0")
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return False
+    return bool(value)
