@@ -82,9 +82,10 @@ compare: export NEW := $(NEW)
 compare: export OUT := $(OUT)
 compare: export THRESHOLD := $(THRESHOLD)
 compare: export IGNORE := $(IGNORE)
+compare: export KEEP_DISTURBED := $(KEEP_DISTURBED)
 compare: $(STAMP)
 	@[ -n "$$BASE" ] && [ -n "$$NEW" ] || { echo "usage: make compare BASE=<dir>[:system] NEW=<dir>[:system] [OUT=compare] [THRESHOLD=2] [IGNORE=knob,...]"; exit 2; }
-	$(BIN)/python workflow/scripts/compare_results.py "$$BASE" "$$NEW" --out "$$OUT" --threshold "$$THRESHOLD" --ignore "$$IGNORE"
+	$(BIN)/python workflow/scripts/compare_results.py "$$BASE" "$$NEW" --out "$$OUT" --threshold "$$THRESHOLD" --ignore "$$IGNORE" $${KEEP_DISTURBED:+--keep-disturbed}
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint
