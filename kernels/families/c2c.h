@@ -9,7 +9,6 @@
 #include <stdint.h>
 
 #include "families.h"
-#include "../harness/disturb.h"
 
 enum { OPT_SAMPLES, OPT_ROUNDTRIPS, OPT_CLEAN_LINES, OPT_SEED };
 

@@ -75,7 +75,7 @@ static void emit_result(mb_run_ctx_t *ctx, const result_t *res, const shared_t *
         mb_point_dbl(&pt, "handoff_all_ns", res->med_all);
     else
         mb_point_null(&pt, "handoff_all_ns");
-    pt.disturb = res->dist.used ? &res->dist : NULL;
+    pt.disturb = res->dist.used ? (mb_disturb_t *)&res->dist : NULL;
     ctx->emit(ctx, &pt);
 }
 

@@ -64,7 +64,6 @@
 #include <time.h>
 
 #include "../harness/cpu.h"
-#include "../harness/disturb.h"
 #include "../harness/placement.h"
 #include "../harness/timing.h"
 #include "families.h"

@@ -40,7 +40,6 @@
 #include <time.h>
 
 #include "../harness/cpu.h"
-#include "../harness/disturb.h"
 #include "families.h"
 #include "chase_cycle.h"
 #include "chase_walk.h"
@@ -370,6 +369,15 @@ static void point_setup_keys(const loaded_op_t *lo, mb_point_t *pt)
 
 /* One op: build and verify the chase, map the loaders, run chaser and
  * loaders together, validate, emit one point. */
+static void one_thread(void *arg, int t)
+{
+    loaded_op_t *lo = arg;
+    if (t == 0)
+        chaser(lo);
+    else if (t <= lo->nload)
+        loader(lo, &lo->L[t - 1]);
+}
+
 static int one_op(loaded_op_t *lo)
 {
     mb_run_ctx_t *ctx = lo->ctx;
@@ -402,22 +410,9 @@ static int one_op(loaded_op_t *lo)
     if (ok)
         st = map_loaders(lo, allmaps, &nmaps, why, sizeof why);
 
-    mb_disturb_t dist; /* over the chaser's and loaders' run */
-    memset(&dist, 0, sizeof dist);
+    mb_disturb_t dist = {0}; /* over the chaser's and loaders' run (emit frees it) */
     if (ok && st == MB_OK) {
-        mb_disturb_begin(&dist, lo->nload + 1, ctx->plan, lo->nload + 1, lo->nload + 1, 1);
-#pragma omp parallel num_threads(lo->nload + 1)
-        {
-            int t = omp_get_thread_num();
-            mb_disturb_thread_begin(&dist, t);
-            if (t == 0)
-                chaser(lo);
-            else if (t <= lo->nload)
-                loader(lo, &lo->L[t - 1]);
-            mb_disturb_thread_end(&dist, t);
-        }
-        mb_disturb_end(&dist, 1);
-        pt.disturb = &dist;
+        pt.disturb = mb_disturb_team(&dist, lo->nload + 1, ctx->plan, one_thread, lo);
         point_measured(lo, &pt, validate_run(lo, &pt));
     } else { /* not measured: the cycle was broken (st ok), or no memory */
         pt.status = st != MB_OK ? st : MB_FAILED;
@@ -433,7 +428,6 @@ static int one_op(loaded_op_t *lo)
     pt.maps = allmaps;
     pt.nmaps = nmaps;
     ctx->emit(ctx, &pt);
-    mb_disturb_free(&dist);
 
     for (int l = 0; l < lo->nload; l++)
         for (int a = 0; a < 4; a++)

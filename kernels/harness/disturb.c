@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,21 @@ void mb_disturb_end(mb_disturb_t *d, int clock)
         d->steal_s = (double)(steal1 - d->steal0) / (double)sysconf(_SC_CLK_TCK);
     if (clock)
         d->ghz1 = mb_core_ghz_trials(CLOCK_TRIALS);
+}
+
+mb_disturb_t *mb_disturb_team(mb_disturb_t *d, int n, const int *cpus,
+                              void (*body)(void *arg, int t), void *arg)
+{
+    mb_disturb_begin(d, n, cpus, n, n, 1);
+#pragma omp parallel num_threads(n)
+    {
+        int t = omp_get_thread_num();
+        mb_disturb_thread_begin(d, t);
+        body(arg, t);
+        mb_disturb_thread_end(d, t);
+    }
+    mb_disturb_end(d, 1);
+    return d;
 }
 
 void mb_disturb_self_begin(mb_disturb_t *d, int cpu)

@@ -48,6 +48,12 @@ void mb_disturb_end(mb_disturb_t *d, int clock);
 /* The per-thread arrays begin() allocated. */
 void mb_disturb_free(mb_disturb_t *d);
 
+/* An OpenMP team of n threads on cpus running body(arg, t), each thread's
+ * switches counted around its call, begin and end (with the clock) around
+ * the team.  Returns d. */
+mb_disturb_t *mb_disturb_team(mb_disturb_t *d, int n, const int *cpus,
+                              void (*body)(void *arg, int t), void *arg);
+
 /* The common case: the caller is the one measuring thread, on `cpu`. */
 void mb_disturb_self_begin(mb_disturb_t *d, int cpu);
 void mb_disturb_self_end(mb_disturb_t *d);

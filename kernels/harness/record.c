@@ -257,6 +257,8 @@ static void emit_point(const options_t *o, run_t *r, const mb_point_t *p)
     kv_pages(&b, counts, sampled, p->nmaps > 0 ? mb_hugepage_fraction(p->maps, p->nmaps) : -1.0);
     kv_tail(&b, r, mb_clock_seconds(CLOCK_REALTIME), 1, ok && p->nsecs > 0 ? tmin : -1.0);
     mb_disturb_keys(&b, p->disturb);
+    if (p->disturb)
+        mb_disturb_free(p->disturb);
     for (int i = 0; i < p->nextra; i++) {
         const mb_kv_t *x = &p->extra[i];
         switch (x->type) {

@@ -155,8 +155,8 @@ typedef struct mb_point {
     int nmaps;                      /* nodes and huge-page fraction */
     mb_kv_t extra[MB_MAX_EXTRAS];
     int nextra;
-    const struct mb_disturb *disturb; /* what could have disturbed the timed
-                                       * region; NULL = not recorded */
+    struct mb_disturb *disturb; /* what could have disturbed the timed region
+                                 * (NULL = not recorded); emit frees its arrays */
 } mb_point_t;
 
 typedef struct mb_run_ctx {
