@@ -110,7 +110,7 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
             causes = _disturbed_by(records)
             if not causes or attempt > retries:
                 break
-            aside = _store(lambda: superseded.move_aside(path, runs_dir, "disturbed"), "move aside", path)
+            aside = _store(lambda: superseded.move_aside(path, runs_dir, superseded.DISTURBED), "move aside", path)
             tried_again.setdefault(path, []).append(str(aside))
             log.write(f"disturbed ({causes}), try {attempt} of {retries + 1}: {path} -> {aside}\n")
         if causes:
