@@ -23,6 +23,15 @@ def test_a_switched_thread_steal_or_a_clock_change_mark_it_and_say_what():
     assert both == {"disturbed": True, "disturbed_by": "switched out 1x; steal 20.0 %", "disturb_switches": 1}
 
 
+def test_the_time_a_thread_waited_for_its_cpu_decides_when_it_is_recorded():
+    # a kernel thread's short turns: switches, but 0.1 % of the region lost
+    brief = {**QUIET, "disturb_nivcsw": [12, 3], "disturb_wait_s": [0.0005, 0.0001]}
+    assert disturbance.verdict(brief) == (False, [])
+    # a neighbour's slices: 30 % lost
+    slices = {**brief, "disturb_wait_s": [0.15, 0.0]}
+    assert disturbance.verdict(slices) == (True, ["switched out (waited 30.0 % of the region, 15 switches)"])
+
+
 def test_c2c_judges_per_sample_and_only_marks_a_median_taken_over_switched_samples():
     c2c = {**QUIET, "disturb_nivcsw": [5, 3], "samples": 50, "samples_switched": 4}
     assert disturbance.verdict({**c2c, "handoff_basis": "undisturbed"}) == (False, [])

@@ -139,6 +139,7 @@ def test_records_say_what_could_have_disturbed_them(harness):
     for r in recs:
         assert len(r["disturb_nivcsw"]) == 2 and all(type(n) is int and n >= 0 for n in r["disturb_nivcsw"])
         assert r["disturb_timed_s"] > 0
+        assert len(r["disturb_wait_s"]) == 2 and all(w >= 0 for w in r["disturb_wait_s"])
         assert r["disturb_steal_s"] is None or r["disturb_steal_s"] >= 0
         assert r["disturb_steal_cpus"] == r["cpus_start"]
         assert type(r["disturb_others_running"]) is int
@@ -147,7 +148,7 @@ def test_records_say_what_could_have_disturbed_them(harness):
     env = {**os.environ, "MEMBENCH_TEST_NO_THREAD_COUNTERS": "1", "MEMBENCH_TEST_NO_STEAL": "1"}
     proc = subprocess.run([str(harness), *SMALL], capture_output=True, text=True, timeout=60, env=env)
     for r in parse_lines(proc.stdout):
-        assert r["disturb_nivcsw"] is None and r["disturb_steal_s"] is None and r["disturb_others_running"] is None
+        assert r["disturb_nivcsw"] is None and r["disturb_wait_s"] is None and r["disturb_steal_s"] is None and r["disturb_others_running"] is None
         if r["disturb_core_ghz"] is None:  # nothing the rule reads: not recorded, never quiet
             assert disturbance.verdict(r) == (None, ["not recorded"])
         assert disturbance.label({**r, "disturb_core_ghz": None}) == "not recorded"

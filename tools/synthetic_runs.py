@@ -258,7 +258,7 @@ def one_run(cell: grammar.Cell, machine: Machine, system: str, repeat: int, cloc
                 "pid": 1000 + repeat, "compiler": "synthetic", "cflags": "-O3", "harness_version": "synthetic",
                 "omp_proc_bind": None, "omp_places": None,
                 # not measured: nothing could be recorded of a disturbance
-                "disturb_timed_s": None, "disturb_nivcsw": None, "disturb_steal_s": None,
+                "disturb_timed_s": None, "disturb_nivcsw": None, "disturb_wait_s": None, "disturb_steal_s": None,
                 "disturb_steal_cpus": None, "disturb_others_running": None, "disturb_core_ghz": None,
             }
         )  # fmt: skip

@@ -29,6 +29,19 @@ long long mb_thread_ivcsw(void)
     return -1;
 }
 
+long long mb_thread_wait_ns(void)
+{
+    if (getenv("MEMBENCH_TEST_NO_THREAD_COUNTERS"))
+        return -1;
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (!f)
+        return -1;
+    unsigned long long run, wait;
+    int n = fscanf(f, "%llu %llu", &run, &wait);
+    fclose(f);
+    return n == 2 ? (long long)wait : -1;
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -80,14 +93,16 @@ void mb_disturb_begin(mb_disturb_t *d, int nthreads, const int *cpus, int ncpus,
     mb_disturb_free(d);
     d->ivcsw0 = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *d->ivcsw0);
     d->ivcsw = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *d->ivcsw);
-    d->nthreads = d->ivcsw0 && d->ivcsw ? nthreads : 0;
+    d->wait0 = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *d->wait0);
+    d->wait = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *d->wait);
+    d->nthreads = d->ivcsw0 && d->ivcsw && d->wait0 && d->wait ? nthreads : 0;
     d->own = own;
     d->ncpus = 0;
     for (int i = 0; i < ncpus && d->ncpus < MB_DISTURB_MAX_CPUS; i++)
         if (cpus[i] >= 0)
             d->cpus[d->ncpus++] = cpus[i];
     for (int t = 0; t < d->nthreads; t++)
-        d->ivcsw0[t] = -1, d->ivcsw[t] = -1;
+        d->ivcsw0[t] = -1, d->ivcsw[t] = -1, d->wait0[t] = -1, d->wait[t] = -1;
     d->ghz0 = d->ghz1 = NAN;
     if (clock)
         d->ghz0 = mb_core_ghz_trials(CLOCK_TRIALS);
@@ -99,23 +114,24 @@ void mb_disturb_begin(mb_disturb_t *d, int nthreads, const int *cpus, int ncpus,
 
 void mb_disturb_free(mb_disturb_t *d)
 {
-    free(d->ivcsw0), free(d->ivcsw);
-    d->ivcsw0 = NULL, d->ivcsw = NULL;
+    free(d->ivcsw0), free(d->ivcsw), free(d->wait0), free(d->wait);
+    d->ivcsw0 = NULL, d->ivcsw = NULL, d->wait0 = NULL, d->wait = NULL;
     d->nthreads = 0;
 }
 
 void mb_disturb_thread_begin(mb_disturb_t *d, int t)
 {
     if (t >= 0 && t < d->nthreads)
-        d->ivcsw0[t] = mb_thread_ivcsw();
+        d->wait0[t] = mb_thread_wait_ns(), d->ivcsw0[t] = mb_thread_ivcsw();
 }
 
 void mb_disturb_thread_end(mb_disturb_t *d, int t)
 {
     if (t < 0 || t >= d->nthreads)
         return;
-    long long now = mb_thread_ivcsw();
+    long long now = mb_thread_ivcsw(), wait = mb_thread_wait_ns();
     d->ivcsw[t] = now >= 0 && d->ivcsw0[t] >= 0 ? (int)(now - d->ivcsw0[t]) : -1;
+    d->wait[t] = wait >= 0 && d->wait0[t] >= 0 ? wait - d->wait0[t] : -1;
 }
 
 void mb_disturb_end(mb_disturb_t *d, int clock)
@@ -161,6 +177,7 @@ void mb_disturb_keys(struct jbuf *b, const mb_disturb_t *d)
     if (!d || !d->used) {
         kv_null(b, "disturb_timed_s");
         kv_null(b, "disturb_nivcsw");
+        kv_null(b, "disturb_wait_s");
         kv_null(b, "disturb_steal_s");
         kv_null(b, "disturb_steal_cpus");
         kv_null(b, "disturb_others_running");
@@ -175,6 +192,15 @@ void mb_disturb_keys(struct jbuf *b, const mb_disturb_t *d)
         kv_ints(b, "disturb_nivcsw", d->ivcsw, d->nthreads);
     else
         kv_null(b, "disturb_nivcsw");
+    int waits = d->nthreads > 0;
+    double *w = calloc((size_t)d->nthreads + 1, sizeof *w);
+    for (int t = 0; t < d->nthreads && w; t++)
+        waits &= d->wait[t] >= 0, w[t] = (double)d->wait[t] * 1e-9;
+    if (waits && w)
+        kv_doubles(b, "disturb_wait_s", w, d->nthreads);
+    else
+        kv_null(b, "disturb_wait_s");
+    free(w);
     kv_double(b, "disturb_steal_s", d->steal_s);
     kv_ints(b, "disturb_steal_cpus", d->cpus, d->ncpus);
     /* the other runnable tasks: the larger of the two snapshots, less the

@@ -3,8 +3,10 @@
  *
  * Read outside the timed region, never inside it:
  *   - each measuring thread's involuntary context switches
- *     (getrusage(RUSAGE_THREAD) ru_nivcsw), read by that thread itself just
- *     before and just after its part of the region;
+ *     (getrusage(RUSAGE_THREAD) ru_nivcsw) and the time it waited runnable
+ *     while another task had its CPU (/proc/thread-self/schedstat
+ *     run_delay), read by that thread itself just before and just after
+ *     its part of the region;
  *   - the steal time of the region's CPUs and the runnable tasks of the
  *     machine (/proc/stat: cpuN steal, procs_running), by the caller;
  *   - the caller's core clock before and after (cpu.c), where measurable.
@@ -22,6 +24,7 @@ typedef struct mb_disturb {
     int own;                    /* the caller's tasks runnable at a snapshot */
     long long *ivcsw0;          /* per thread, at its begin */
     int *ivcsw;                 /* delta per thread; -1 = not recorded */
+    long long *wait0, *wait;    /* run_delay ns per thread: at begin, delta; -1 = not recorded */
     int ncpus, cpus[MB_DISTURB_MAX_CPUS];
     long long steal0;           /* ticks; -1 = no steal field */
     double steal_s;             /* NAN = not recorded */
@@ -33,6 +36,9 @@ typedef struct mb_disturb {
 /* The calling thread's involuntary context switches so far; -1 when the
  * kernel has no per-thread count. */
 long long mb_thread_ivcsw(void);
+/* The calling thread's time spent runnable but waiting for a CPU so far,
+ * ns (schedstat run_delay); -1 when the kernel does not say. */
+long long mb_thread_wait_ns(void);
 
 /* Before the region, in the caller (d zeroed before its first begin): nthreads measuring threads, the CPUs
  * they run on (steal summed over those), own = how many of the caller's

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import math
 
+WAIT_FRACTION = 0.01  # a measuring thread's wait for its CPU over the timed region
 STEAL_FRACTION = 0.01  # steal over the timed region
 CLOCK_CHANGE = 0.10  # relative change of the core clock across the region
 NOT_RECORDED = "not recorded"
@@ -68,8 +69,16 @@ def verdict(record: dict) -> tuple[bool | None, list[str]]:
         if basis == "all" and switched > 0:
             causes.append(f"switched out in {switched} of {get('samples')} samples")
     else:
-        switches = get("disturb_nivcsw")
-        if isinstance(switches, list):
+        switches, waits = get("disturb_nivcsw"), get("disturb_wait_s")
+        if isinstance(waits, list) and waits and timed:
+            # the time lost, not the count: a kernel thread's few microseconds
+            # are no disturbance, a neighbour's scheduler slices are
+            known = True
+            worst = max(waits)
+            if worst > WAIT_FRACTION * timed:
+                count = f", {sum(switches)} switches" if isinstance(switches, list) else ""
+                causes.append(f"switched out (waited {100 * worst / timed:.1f} % of the region{count})")
+        elif isinstance(switches, list):
             known = True
             if sum(switches) > 0:
                 causes.append(f"switched out {sum(switches)}x")

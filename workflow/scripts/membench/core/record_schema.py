@@ -229,7 +229,7 @@ def _from_v1(record: dict) -> dict:
 
 # What a version-2 record lacks: its disturbance was not recorded (null),
 # which is never read as "quiet" (membench.core.disturbance).
-V2_DISTURB_KEYS = ("disturb_timed_s", "disturb_nivcsw", "disturb_steal_s", "disturb_steal_cpus",
+V2_DISTURB_KEYS = ("disturb_timed_s", "disturb_nivcsw", "disturb_wait_s", "disturb_steal_s", "disturb_steal_cpus",
                    "disturb_others_running", "disturb_core_ghz")  # fmt: skip
 V2_C2C_KEYS = ("sample_switched", "samples_switched", "handoff_basis", "handoff_all_ns")
 

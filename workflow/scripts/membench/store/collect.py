@@ -34,7 +34,7 @@ def _flat(value):
 # Per-thread lists the table leaves in the records: what they say is in the
 # table as placement classes and placement problems, and at 256 threads and
 # 1000 runs per cell they would be most of its bytes.
-RECORD_ONLY = ("cpus", "cpus_start", "cpus_bound", "cpu_nodes", "seconds", "disturb_nivcsw", "sample_switched",
+RECORD_ONLY = ("cpus", "cpus_start", "cpus_bound", "cpu_nodes", "seconds", "disturb_nivcsw", "disturb_wait_s", "sample_switched",
                "disturb_steal_cpus")  # fmt: skip
 
 
