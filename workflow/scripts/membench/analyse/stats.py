@@ -131,7 +131,8 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
                 row[f"{prefix}_median_all"] = ok[metric].astype(float).median()
         # core_ghz: the clock the chase measured beside its latency (cycles in the hierarchy table)
         for metric, prefix in (("gbps", "gbps"), ("gbps_wa", "gbps_wa"), ("ns_per_load", "ns"), ("core_ghz", "core_ghz")):
-            if metric in used and used[metric].notna().any():
+            if metric in ok and ok[metric].notna().any():
+                # NaN when every repetition was disturbed: the cell stays, its numbers do not
                 row.update(distribution(used[metric].dropna(), prefix))
         row.update(
             hugepage_fraction_mean=ok["hugepage_fraction"].astype(float).mean(),
