@@ -4,26 +4,29 @@ A record carries what could have disturbed its timed region, read outside
 it by the harness (kernels/harness/disturb.c; keys disturb_*). A
 repetition is *disturbed* when, during its timed region:
 
-  switched   a measuring thread was switched out involuntarily at least
-             once (getrusage RUSAGE_THREAD ru_nivcsw > 0). c2c decides per
-             sample instead: its statistics come from the samples neither
-             thread was switched out in, and the record is disturbed only
-             when too few of those were left (handoff_basis "all");
+  switched   a measuring thread waited runnable for its CPU, while another
+             task had it, for more than 1 % of the region (schedstat
+             run_delay; where that is not recorded: it was switched out
+             involuntarily at all, getrusage RUSAGE_THREAD ru_nivcsw).
+             c2c decides per sample instead: its statistics come from the
+             samples neither thread was switched out in, and the record is
+             disturbed only when too few of those were left
+             (handoff_basis "all");
   steal      the hypervisor stole more than 1 % of the region from the
              region's CPUs (/proc/stat steal; it counts 10 ms ticks, so in a
              region under a second one tick is enough);
   clock      the measuring core's clock after the region differs from the
              one before by more than 10 % (dependent-add chain, cpu.c).
 
-The thresholds come from quiet sittings (README, "Disturbed repetitions"):
-a pinned thread of a quiet machine is never switched out over a timed
-region of up to a few seconds (0 of every repetition on the quiet runs),
-steal stays at 0 ticks, and the clock estimate moves by at most ~3 % on
-this 2-vCPU guest, while a busy loop sharing a measuring CPU switches its
-thread out tens of times a second. Other runnable tasks
-(disturb_others_running) are recorded and shown, never part of the rule:
-one that wanted a measuring CPU shows up as a switch; one elsewhere cannot
-be told from an idle loop by a count.
+The thresholds come from sittings on a 2-vCPU KVM guest (README,
+"Disturbed repetitions"): with no other runnable task a thread waited
+0.02-0.65 % of its region (kernel threads' microsecond turns, a dozen
+switches a second), with a busy loop or a neighbour's run on its CPU
+19-84 % (scheduler slices); steal stayed at 0 ticks; the clock estimate
+moved by at most ~5 %. Other runnable tasks (disturb_others_running) are
+recorded and shown, never part of the rule: one that wanted a measuring
+CPU shows up as a wait; one elsewhere cannot be told from an idle loop by
+a count.
 
 A record whose counters were not recorded (an older record, or a kernel
 without the per-thread count or the steal field) is "not recorded"
