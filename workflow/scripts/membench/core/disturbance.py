@@ -19,14 +19,14 @@ repetition is *disturbed* when, during its timed region:
              one before by more than 10 % (dependent-add chain, cpu.c).
 
 The thresholds come from sittings on a 2-vCPU KVM guest (README,
-"Disturbed repetitions"): with no other runnable task a thread waited
-0.02-0.65 % of its region (kernel threads' microsecond turns, a dozen
-switches a second), with a busy loop or a neighbour's run on its CPU
-19-84 % (scheduler slices); steal stayed at 0 ticks; the clock estimate
-moved by at most ~5 %. Other runnable tasks (disturb_others_running) are
-recorded and shown, never part of the rule: one that wanted a measuring
-CPU shows up as a wait; one elsewhere cannot be told from an idle loop by
-a count.
+"Disturbed repetitions"): a pinned STREAM thread of a quiet minute waited
+0-0.04 % of its region (0-2 switches: kernel threads' microsecond turns),
+with a busy loop on its CPU 49.7-52.4 % (scheduler slices; 18-25 GB/s
+instead of 41), beside other people's test runs 19-84 %; steal stayed at
+0-1 tick; the clock estimate stayed within 4.0-4.4 GHz. Other runnable
+tasks (disturb_others_running) are recorded and shown, never part of the
+rule: one that wanted a measuring CPU shows up as a wait; one elsewhere
+cannot be told from an idle loop by a count.
 
 A record whose counters were not recorded (an older record, or a kernel
 without the per-thread count or the steal field) is "not recorded"
