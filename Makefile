@@ -91,7 +91,7 @@ COMPARE_RC := $(shell \
     || { echo "usage: make compare BASE=<dir>[:system] NEW=<dir>[:system] [OUT=compare] [THRESHOLD=2] [IGNORE=knob,...]"; exit 2; }; \
     $(MAKE) --no-print-directory -s $(STAMP) || exit 2; \
     $(BIN)/python workflow/scripts/compare_results.py $(call quote,$(BASE)) $(call quote,$(NEW)) \
-      --out $(call quote,$(OUT)) --threshold $(call quote,$(THRESHOLD)) --ignore $(call quote,$(IGNORE)); \
+      --out $(call quote,$(OUT)) --threshold $(call quote,$(THRESHOLD)) --ignore $(call quote,$(IGNORE)) $(if $(KEEP_DISTURBED),--keep-disturbed); \
   } >&2; echo $$?)
 ifeq ($(COMPARE_RC),1)
 MAKEFLAGS += -q

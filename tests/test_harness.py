@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from membench import SCHEMA_VERSION
+from membench.core import disturbance
 from membench.probe.topology import thp_mode
 
 REPO = Path(__file__).resolve().parents[1]
@@ -128,6 +130,30 @@ def nodes_with_memory():
 
 # ------------------------------------------------------------------- tests
 
+def test_records_say_what_could_have_disturbed_them(harness):
+    """Every thread's involuntary switches over the timed loop, steal on its
+    CPUs, other runnable tasks, the clock before and after; a kernel that
+    cannot tell gives null (not recorded), never 0 (quiet)."""
+    rc, recs, err = run(harness, *SMALL, "--threads", "2", "--affinity", "close")
+    assert rc == 0, err
+    for r in recs:
+        assert len(r["disturb_nivcsw"]) == 2 and all(type(n) is int and n >= 0 for n in r["disturb_nivcsw"])
+        assert r["disturb_timed_s"] > 0
+        assert len(r["disturb_wait_s"]) == 2 and all(w >= 0 for w in r["disturb_wait_s"])
+        assert r["disturb_steal_s"] is None or r["disturb_steal_s"] >= 0
+        assert r["disturb_steal_cpus"] == r["cpus_start"]
+        assert type(r["disturb_others_running"]) is int
+        assert r["disturb_core_ghz"] is None or len(r["disturb_core_ghz"]) == 2
+        assert disturbance.verdict(r)[0] in (True, False)
+    env = {**os.environ, "MEMBENCH_TEST_NO_THREAD_COUNTERS": "1", "MEMBENCH_TEST_NO_STEAL": "1"}
+    proc = subprocess.run([str(harness), *SMALL], capture_output=True, text=True, timeout=60, env=env)
+    for r in parse_lines(proc.stdout):
+        assert r["disturb_nivcsw"] is None and r["disturb_wait_s"] is None and r["disturb_steal_s"] is None and r["disturb_others_running"] is None
+        if r["disturb_core_ghz"] is None:  # nothing the rule reads: not recorded, never quiet
+            assert disturbance.verdict(r) == (None, ["not recorded"])
+        assert disturbance.label({**r, "disturb_core_ghz": None}) == "not recorded"
+
+
 def test_records_follow_the_contract(harness):
     rc, recs, err = run(harness, *SMALL, "--repeat", "4", "--system", "testbox")
     assert rc == 0, err
@@ -136,7 +162,7 @@ def test_records_follow_the_contract(harness):
         for key, typ in OK_TYPES.items():
             assert key in r, key
             assert isinstance(r[key], typ), (key, r[key])
-        assert r["schema"] == 2
+        assert r["schema"] == SCHEMA_VERSION
         assert r["kernel"] == "stream" and r["variant"] == "default"
         assert r["system"] == "testbox" and r["repeat"] == 4
         assert r["status"] == "ok" and r["valid"] is True

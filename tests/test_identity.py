@@ -236,3 +236,38 @@ def test_each_family_compiles_the_harness_and_its_own_files_only():
     assert "xor.c" in names["xor"] and "stream.c" not in names["xor"] and "measure.c" in names["xor"]
     assert {"loaded.c", "chase.c", "chase_cycle.c"} <= set(names["loaded"]) and "stream.c" not in names["loaded"]
     assert all(p.startswith("kernels/") for p in variants.source_paths(VARIANTS, Path("kernels"), "xor"))  # relative stays relative
+
+
+def test_a_disturbed_repetition_is_measured_again_within_its_bound_and_every_try_kept(box, lists_options):
+    """The disturbed rule (membench.core.disturbance) marks a try whose
+    thread was switched out: the round measures it again, up to
+    disturbed_retries more times, moving each earlier try aside
+    (superseded/disturbed/), and keeps the last whatever it shows."""
+    starts = box.results.parent.parent / "starts"
+    quiet_after = box.results.parent.parent / "quiet_after"
+    box.harness.write_text(
+        f"#!/bin/sh\n{lists_options}echo x >> {starts}\n"
+        f"n=$(wc -l < {starts}); q=$(cat {quiet_after} 2>/dev/null || echo 99)\n"
+        'if [ "$n" -gt "$q" ]; then s=0; else s=3; fi\n'
+        "echo '{\"status\": \"ok\", \"affinity\": \"close\", \"disturb_timed_s\": 1.0, "
+        "\"disturb_nivcsw\": ['$s'], \"disturb_steal_s\": 0.0}'\n"
+    )  # fmt: skip
+    cells = cells_of({"e": {"kernel": "stream", "threads": [1]}})
+    manifest = box.round(cells, disturbed_retries=2)
+    path = manifest["runs"][0]
+    assert box.started() == 3 and manifest["disturbed"] == [path]
+    assert len(manifest["disturbed_tries"][path]) == 2
+    tries = sorted((box.results / "superseded" / "disturbed").rglob("r0.jsonl*"))
+    assert len(tries) == 2  # none overwritten
+    kept = json.loads(Path(path).read_text().splitlines()[0])
+    assert kept["measure_try"] == 3 and kept["disturb_nivcsw"] == [3]
+    # quiet from the second try on: measured twice, nothing left disturbed
+    quiet_after.write_text("4")
+    Path(path).unlink()
+    manifest = box.round(cells, disturbed_retries=2)
+    assert box.started() == 5 and manifest["disturbed"] == [] and len(manifest["disturbed_tries"][path]) == 1
+    assert json.loads(Path(path).read_text().splitlines()[0])["measure_try"] == 2
+    # no retries: measured once and kept, marked
+    Path(path).unlink()
+    quiet_after.write_text("99")
+    assert box.round(cells)["disturbed"] == [path] and box.started() == 6

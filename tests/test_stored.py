@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from membench import SCHEMA_VERSION
 from membench.store import collect
 from membench.plan import checks
 from membench.core import record_schema
@@ -118,7 +119,7 @@ def damage(kind: str, paths: list[str]) -> tuple[str, int | None, str]:
         return path, 1, "'t_start' is missing"
     if kind == "newer":
         edit(path, 1, schema=7)
-        return path, 1, "record schema version 7 is newer than this membench's 2"
+        return path, 1, f"record schema version 7 is newer than this membench's {SCHEMA_VERSION}"
     if kind == "system":
         edit(path, 1, system="elsewhere")
         return path, 1, "system 'elsewhere' but the file is under system 'two-socket'"
@@ -196,7 +197,7 @@ def test_older_records_are_migrated_in_memory():
     v1 = {"schema": 1, "kernel": "chase", "page_group": 16, "page_group_bytes": 65536, "working_set_bytes": 4096,
           "loads": 100, "seconds": [1.0, 1.0], "cycle_length": 64}  # fmt: skip
     out = record_schema.migrate(v1)
-    assert out["schema"] == 2 and out["migrated_from"] == 1 and "page_group" not in out
+    assert out["schema"] == SCHEMA_VERSION and out["migrated_from"] == 1 and "page_group" not in out
     assert out["group_bytes"] == 4096 and out["group_full"] is False and out["cycle_walks"] == 100 * 2 / 64
     assert v1["schema"] == 1 and "page_group" in v1  # the record read is unchanged
     assert record_schema.problems({"schema": 0}) == ["record schema version 0 is older than 1 and cannot be read"]

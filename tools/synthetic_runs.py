@@ -259,6 +259,9 @@ def one_run(cell: grammar.Cell, machine: Machine, system: str, repeat: int, cloc
                 "timer_resolution_ns": 1, "timer_granularity_ns": 30, "min_ticks": seconds * 1e9 / 30,
                 "pid": 1000 + repeat, "compiler": "synthetic", "cflags": "-O3", "harness_version": "synthetic",
                 "omp_proc_bind": None, "omp_places": None,
+                # not measured: nothing could be recorded of a disturbance
+                "disturb_timed_s": None, "disturb_nivcsw": None, "disturb_wait_s": None, "disturb_steal_s": None,
+                "disturb_steal_cpus": None, "disturb_others_running": None, "disturb_core_ghz": None,
             }
         )  # fmt: skip
     return records

@@ -55,6 +55,7 @@
 #include <time.h>
 
 #include "families.h"
+#include "../harness/cpu.h"
 #include "../harness/placement.h"
 #include "../harness/timing.h"
 #include "c2c.h"
@@ -77,6 +78,8 @@ typedef struct side {
     double *ns;                 /* A: hand-off ns of each sample (incl. dropped) */
     double *sample_ns;          /* A: sample durations */
     long long count;            /* hand-offs this thread completed */
+    int *sw;                    /* involuntary switches during each sample (-1 unknown) */
+    mb_disturb_t *dist;
     int bind_err, cpu_start, cpu_end, timeout, chase_bad;
 } __attribute__((aligned(128))) side_t; /* the two sides share no line */
 
@@ -138,6 +141,15 @@ MB_KERNEL_FN void *mb_kern_c2c_clean(void *p, size_t loads)
     return q;
 }
 
+/* After sample smp (outside its timed part): this thread's involuntary
+ * context switches since the last mark. */
+static inline void mark_sample(side_t *s, long long smp, long long *last)
+{
+    long long now = mb_thread_ivcsw();
+    s->sw[smp] = now >= 0 && *last >= 0 ? (int)(now - *last) : -1;
+    *last = now;
+}
+
 /* The loops keep their state in locals (written back after each sample):
  * nothing but the line under test moves between the two cores. */
 static void run_cas(side_t *s)
@@ -146,6 +158,7 @@ static void run_cas(side_t *s)
     uint64_t k = 0, who = (uint64_t)s->who;
     long long rt = s->rt, count = 0;
     int timeout = 0;
+    long long last = mb_thread_ivcsw();
     for (long long smp = 0; smp < s->samples && !timeout; smp++) {
         long long t0 = mb_clock_ns(CLOCK_MONOTONIC);
         for (long long r = 0; r < rt; r++, k++) {
@@ -160,6 +173,7 @@ static void run_cas(side_t *s)
             s->sample_ns[smp] = (double)(t1 - t0);
             s->ns[smp] = (double)(t1 - t0) / (2.0 * (double)rt);
         }
+        mark_sample(s, smp, &last);
     }
     s->count = count, s->timeout = timeout;
 }
@@ -170,6 +184,7 @@ static void run_two_line(side_t *s)
     uint64_t k = 0;
     long long rt = s->rt, count = 0;
     int timeout = 0, ping = s->who == 0;
+    long long last = mb_thread_ivcsw();
     for (long long smp = 0; smp < s->samples && !timeout; smp++) {
         long long t0 = mb_clock_ns(CLOCK_MONOTONIC);
         for (long long r = 0; r < rt; r++) {
@@ -190,6 +205,7 @@ static void run_two_line(side_t *s)
             s->sample_ns[smp] = (double)(t1 - t0);
             s->ns[smp] = (double)(t1 - t0) / (2.0 * (double)rt);
         }
+        mark_sample(s, smp, &last);
     }
     s->count = count, s->timeout = timeout;
 }
@@ -202,6 +218,7 @@ static void run_clean(side_t *s)
     long long rt = s->rt, count = 0;
     int timeout = 0, bad = 0, reader = s->who == 1;
     volatile uintptr_t sink = 0;
+    long long last = mb_thread_ivcsw();
     for (long long smp = 0; smp < s->samples && !timeout; smp++) {
         double busy = 0;
         for (long long r = 0; r < rt; r++, k++) { /* rt = windows here */
@@ -233,6 +250,7 @@ static void run_clean(side_t *s)
             s->sample_ns[smp] = busy;
             s->ns[smp] = busy / ((double)rt * (double)sh->wlines);
         }
+        mark_sample(s, smp, &last);
     }
     (void)sink;
     s->count = count, s->timeout = timeout, s->chase_bad = bad;
@@ -244,12 +262,19 @@ static void *side_main(void *arg)
     s->bind_err = mb_bind_self(s->cpu);
     s->cpu_start = sched_getcpu();
     if (!s->bind_err) {
+        /* A: its CPU's clock before and after (its partner waits untimed) */
+        if (s->who == 0)
+            s->dist->ghz0 = mb_core_ghz_trials(3);
+        mb_disturb_thread_begin(s->dist, s->who);
         if (s->op == OP_CAS)
             run_cas(s);
         else if (s->op == OP_TWO_LINE)
             run_two_line(s);
         else
             run_clean(s);
+        mb_disturb_thread_end(s->dist, s->who);
+        if (s->who == 0)
+            s->dist->ghz1 = mb_core_ghz_trials(3);
     }
     s->cpu_end = sched_getcpu();
     return NULL;
@@ -279,17 +304,21 @@ void mb_c2c_measure_pair(mb_run_ctx_t *ctx, shared_t *sh, int op, int a, int b, 
     double *dur = calloc((size_t)samples, sizeof(double));
     res->secs = calloc((size_t)samples, sizeof(double));
     double *sorted = calloc((size_t)samples, sizeof(double));
+    int *sw = calloc(2 * (size_t)samples, sizeof(int));
     res->a = a, res->b = b, res->status = MB_OK;
-    if (!ns || !dur || !res->secs || !sorted) {
+    if (!ns || !dur || !res->secs || !sorted || !sw) {
         res->status = MB_FAILED;
         snprintf(res->reason, sizeof res->reason, "out of memory");
-        free(ns), free(dur), free(sorted);
+        free(ns), free(dur), free(sorted), free(sw);
         return;
     }
+    int pair[2] = {a, b};
+    mb_disturb_begin(&res->dist, 2, pair, 2, 1, 0);
     *sh->x = 0, *sh->y = 0;
     for (int w = 0; w < 2; w++) {
         s[w] = (side_t){.sh = sh, .op = op, .who = w, .cpu = w ? b : a, .samples = samples,
-                        .rt = rt, .ns = ns, .sample_ns = dur};
+                        .rt = rt, .ns = ns, .sample_ns = dur, .sw = sw + w * samples,
+                        .dist = &res->dist};
     }
     int started = 0;
     for (int w = 0; w < 2; w++)
@@ -300,11 +329,12 @@ void mb_c2c_measure_pair(mb_run_ctx_t *ctx, shared_t *sh, int op, int a, int b, 
             pthread_join(s[0].tid, NULL);
         res->status = MB_FAILED;
         snprintf(res->reason, sizeof res->reason, "pthread_create failed");
-        free(ns), free(dur), free(sorted);
+        free(ns), free(dur), free(sorted), free(sw);
         return;
     }
     for (int w = 0; w < 2; w++)
         pthread_join(s[w].tid, NULL);
+    mb_disturb_end(&res->dist, 0);
     if (ctx->test_corrupt)
         s[1].count--; /* test only: a lost hand-off must fail validation */
 
@@ -350,9 +380,32 @@ void mb_c2c_measure_pair(mb_run_ctx_t *ctx, shared_t *sh, int op, int a, int b, 
     double smin, smed, smax;
     mb_chunk_stats(dur + 1, n, sorted, &smin, &smed, &smax);
     res->shortest_ns = smin;
-    mb_chunk_stats(ns + 1, n, sorted, &res->min, &res->med, &smax);
-    res->p10 = quantile(sorted, n, 0.10);
-    res->p90 = quantile(sorted, n, 0.90);
+    mb_chunk_stats(ns + 1, n, sorted, &res->min, &res->med_all, &smax);
+    /* per kept sample: was either thread switched out during it?  The
+     * statistics from the undisturbed samples when there are enough */
+    int known = 1, nclean = 0;
+    for (int i = 1; i <= n; i++)
+        known &= sw[i] >= 0 && sw[samples + i] >= 0;
+    res->switched = known ? calloc((size_t)n + 1, sizeof(int)) : NULL;
+    double *clean = calloc((size_t)n + 1, sizeof(double));
+    for (int i = 0; res->switched && clean && i < n; i++) {
+        res->switched[i] = sw[i + 1] + sw[samples + i + 1] > 0;
+        res->nswitched += res->switched[i];
+        if (!res->switched[i])
+            clean[nclean++] = ns[i + 1];
+    }
+    res->basis_clean = res->switched && clean && res->nswitched > 0 &&
+                       C2C_ENOUGH_CLEAN(nclean, n);
+    if (res->basis_clean) {
+        mb_chunk_stats(clean, nclean, sorted, &res->min, &res->med, &smax);
+        res->p10 = quantile(sorted, nclean, 0.10);
+        res->p90 = quantile(sorted, nclean, 0.90);
+    } else {
+        mb_chunk_stats(ns + 1, n, sorted, &res->min, &res->med, &smax);
+        res->p10 = quantile(sorted, n, 0.10);
+        res->p90 = quantile(sorted, n, 0.90);
+    }
+    free(clean), free(sw);
     long long gran = ctx->gran_ns;
     const char *test_gran = getenv("MEMBENCH_TEST_C2C_GRANULARITY_NS"); /* test only */
     if (test_gran)

@@ -35,7 +35,18 @@ typedef struct result {
     int nsecs;
     double med, p10, p90, min, shortest_ns;
     long long count, expected, per_sample;
+    /* disturbance: per kept sample 1 = either thread was switched out
+     * during it (NULL = not recorded); the statistics above are over the
+     * undisturbed samples when there are enough (basis_clean), else over
+     * all; med_all over all */
+    int *switched, nswitched, basis_clean;
+    double med_all;
+    mb_disturb_t dist;          /* over the pair's whole run */
 } result_t;
+
+/* Enough undisturbed samples to base the statistics on: at least half of
+ * the kept samples, and at least 3. */
+#define C2C_ENOUGH_CLEAN(clean, n) ((clean) >= 3 && 2 * (clean) >= (n))
 
 /* One pair and op measured: threads A on CPU a and B on CPU b (c2c.c). */
 /* clean: whether a window is flushed from every cache (clflush, x86) */

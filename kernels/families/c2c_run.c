@@ -62,6 +62,23 @@ static void emit_result(mb_run_ctx_t *ctx, const result_t *res, const shared_t *
         mb_point_null(&pt, "clean_flushed");
     }
     mb_point_int(&pt, "seed", ctx->opt[OPT_SEED]);
+    /* disturbance: which samples had a thread switched out, and what the
+     * statistics above are over */
+    if (res->switched && res->nsecs > 0) {
+        mb_point_ints(&pt, "sample_switched", res->switched, res->nsecs);
+        mb_point_int(&pt, "samples_switched", res->nswitched);
+        mb_point_str(&pt, "handoff_basis",
+                     res->nswitched == 0 || res->basis_clean ? "undisturbed" : "all");
+    } else {
+        mb_point_null(&pt, "sample_switched");
+        mb_point_null(&pt, "samples_switched");
+        mb_point_null(&pt, "handoff_basis");
+    }
+    if (ok)
+        mb_point_dbl(&pt, "handoff_all_ns", res->med_all);
+    else
+        mb_point_null(&pt, "handoff_all_ns");
+    pt.disturb = res->dist.used ? (mb_disturb_t *)&res->dist : NULL;
     ctx->emit(ctx, &pt);
 }
 
@@ -151,6 +168,8 @@ int mb_c2c_run(mb_run_ctx_t *ctx)
         if (res[i].status != MB_OK)
             worst = MB_FAILED;
         free(res[i].secs);
+        free(res[i].switched);
+        mb_disturb_free(&res[i].dist);
     }
     free(res);
     free(sh.perm);

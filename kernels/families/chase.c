@@ -187,6 +187,8 @@ int mb_chase_run(mb_run_ctx_t *ctx)
     char *base = mem.map.addr;
     unsigned *order = mem.order;
     double *secs = mem.secs, *sorted = mem.sorted;
+    mb_disturb_t dist; /* around each point's timed walks */
+    memset(&dist, 0, sizeof dist);
 
     for (int i = 0; i < ctx->nops; i++) {
         if (!ctx->op_ok[i])
@@ -227,7 +229,10 @@ int mb_chase_run(mb_run_ctx_t *ctx)
             mb_chase_walks_t wk;
             if (ok) {
                 void *p = base + (random ? mb_chase_slot_at(order[0], spacing) : 0);
+                mb_disturb_self_begin(&dist, ctx->plan[0]);
                 mb_chase_walk(&p, chunk_ns, ctx->ntimes, MB_CHASE_MAX_WALKS, n, secs, &wk);
+                mb_disturb_self_end(&dist);
+                pt.disturb = &dist;
                 if (!wk.closed) {
                     pt.valid = ok = 0;
                     snprintf(pt.reason, sizeof pt.reason, "validation failed: a timed walk "
@@ -272,5 +277,6 @@ int mb_chase_run(mb_run_ctx_t *ctx)
         }
     }
     mb_chase_mem_close(&mem);
+    mb_disturb_free(&dist);
     return MB_OK;
 }

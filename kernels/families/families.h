@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "../harness/arrays.h"
+#include "../harness/disturb.h"
 #include "../harness/table.h"
 #include "../harness/types.h"
 #include "../harness/variant.h"

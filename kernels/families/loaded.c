@@ -364,6 +364,15 @@ static void point_setup_keys(const loaded_op_t *lo, mb_point_t *pt)
 
 /* One op: build and verify the chase, map the loaders, run chaser and
  * loaders together, validate, emit one point. */
+static void one_thread(void *arg, int t)
+{
+    loaded_op_t *lo = arg;
+    if (t == 0)
+        chaser(lo);
+    else if (t <= lo->nload)
+        loader(lo, &lo->L[t - 1]);
+}
+
 static int one_op(loaded_op_t *lo)
 {
     mb_run_ctx_t *ctx = lo->ctx;
@@ -395,16 +404,9 @@ static int one_op(loaded_op_t *lo)
     char why[512] = "";
     if (ok)
         st = map_loaders(lo, allmaps, &nmaps, why, sizeof why);
-
+    mb_disturb_t dist = {0}; /* over the chaser's and loaders' run (emit frees it) */
     if (ok && st == MB_OK) {
-#pragma omp parallel num_threads(lo->nload + 1)
-        {
-            int t = omp_get_thread_num();
-            if (t == 0)
-                chaser(lo);
-            else if (t <= lo->nload)
-                loader(lo, &lo->L[t - 1]);
-        }
+        pt.disturb = mb_disturb_team(&dist, lo->nload + 1, ctx->plan, one_thread, lo);
         point_measured(lo, &pt, validate_run(lo, &pt));
     } else { /* not measured: the cycle was broken (st ok), or no memory */
         pt.status = st != MB_OK ? st : MB_FAILED;
@@ -453,8 +455,7 @@ int mb_loaded_run(mb_run_ctx_t *ctx)
                 ctx->opt[OPT_GROUP], spacing);
         exit(2);
     }
-    /* the chaser's core stays free of load (membench.measure.loaded_cpus) */
-    int t = ctx->plan ? mb_thread_on_core_of(ctx->plan, ctx->threads, 0) : -1;
+    int t = ctx->plan ? mb_thread_on_core_of(ctx->plan, ctx->threads, 0) : -1; /* chaser's core: no load */
     if (t > 0) {
         snprintf(ctx->reason, sizeof ctx->reason, "load thread %d on CPU %d shares the chasing "
                  "CPU %d's core: choose CPUs off its core", t, ctx->plan[t], ctx->plan[0]);

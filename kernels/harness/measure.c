@@ -179,6 +179,15 @@ static const mb_kernel_t **timed_loop(const options_t *o, run_t *r, mb_arrays_t 
             set_reason(r, MB_FAILED, "out of memory");
             return NULL;
         }
+    /* what could disturb the loop, read around it (disturb.h) */
+    int nt = o->threads;
+    mb_disturb_begin(&r->disturb, nt, r->cpus_start, nt, nt, 1);
+#pragma omp parallel
+    {
+        int t = omp_get_thread_num();
+        if (t < nt)
+            mb_disturb_thread_begin(&r->disturb, t);
+    }
     for (int k = 0; k < o->ntimes; k++)
         for (int i = 0; i < o->nops; i++) {
             if (r->op_status[i] != MB_OK)
@@ -189,13 +198,15 @@ static const mb_kernel_t **timed_loop(const options_t *o, run_t *r, mb_arrays_t 
             r->secs[i][k] = (double)(t1 - t0) * 1e-9;
             seq[(*nseq)++] = o->ops[i];
         }
-    int nt = o->threads;
 #pragma omp parallel
     {
         int t = omp_get_thread_num();
-        if (t < nt)
+        if (t < nt) {
+            mb_disturb_thread_end(&r->disturb, t);
             r->cpus_end[t] = sched_getcpu();
+        }
     }
+    mb_disturb_end(&r->disturb, 1);
     r->measured = 1;
     return seq;
 }

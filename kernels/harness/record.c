@@ -17,7 +17,7 @@
 #include "variant.h"
 #include "timing.h"
 
-#define MB_SCHEMA 2
+#define MB_SCHEMA 3
 #define MB_MIN_TICKS 20         /* warn below this many timer ticks */
 
 /* Where a record comes from: host, process, build and the binding
@@ -237,6 +237,7 @@ void emit_record(const options_t *o, const run_t *r, int i)
         kv_array_pages(&b, NULL);
     }
     kv_tail(&b, r, r->t_end, placed, report_bw ? tmin : -1.0);
+    mb_disturb_keys(&b, ran ? &r->disturb : NULL);
     jb_raw(&b, "}\n");
     fputs(b.s, stdout);
     free(b.s);
@@ -286,6 +287,9 @@ static void emit_point(const options_t *o, run_t *r, const mb_point_t *p)
                                 : -1;
     kv_pages(&b, counts, sampled, p->nmaps > 0 ? mb_hugepage_fraction(p->maps, p->nmaps) : -1.0);
     kv_tail(&b, r, mb_clock_seconds(CLOCK_REALTIME), 1, ok && p->nsecs > 0 ? tmin : -1.0);
+    mb_disturb_keys(&b, p->disturb);
+    if (p->disturb)
+        mb_disturb_free(p->disturb);
     for (int i = 0; i < p->nextra; i++) {
         const mb_kv_t *x = &p->extra[i];
         switch (x->type) {
@@ -293,6 +297,7 @@ static void emit_point(const options_t *o, run_t *r, const mb_point_t *p)
         case MB_KV_DBL: kv_double(&b, x->key, x->d); break;
         case MB_KV_STR: kv_str(&b, x->key, x->s); break;
         case MB_KV_BOOL: kv_bool(&b, x->key, (int)x->i); break;
+        case MB_KV_INTS: kv_ints(&b, x->key, x->ints, (int)x->i); break;
         default: kv_null(&b, x->key); break;
         }
     }

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "types.h"
 #include "placement.h"
+#include "disturb.h"
 
 #define MB_PAGE_SAMPLE 256      /* pages sampled per array by move_pages */
 
@@ -35,6 +36,7 @@ typedef struct run {
     char host[256];
     int emitted;                 /* records written by a run() family */
     int worst;                   /* worst status among them */
+    mb_disturb_t disturb;        /* over the timed loop (bandwidth families) */
 } run_t;
 
 void set_reason(run_t *r, int status, const char *fmt, ...)

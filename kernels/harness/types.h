@@ -142,13 +142,14 @@ typedef struct mb_famopt {
 } mb_famopt_t;
 
 /* An extra key of a record (after the usual keys). */
-enum { MB_KV_INT, MB_KV_DBL, MB_KV_STR, MB_KV_NULL, MB_KV_BOOL };
+enum { MB_KV_INT, MB_KV_DBL, MB_KV_STR, MB_KV_NULL, MB_KV_BOOL, MB_KV_INTS };
 typedef struct mb_kv {
     const char *key;
     int type;
     long long i;
     double d;
     const char *s;
+    const int *ints;        /* MB_KV_INTS: n ints (kept alive until emit) */
 } mb_kv_t;
 
 #define MB_MAX_EXTRAS 40
@@ -171,6 +172,8 @@ typedef struct mb_point {
     int nmaps;                      /* nodes and huge-page fraction */
     mb_kv_t extra[MB_MAX_EXTRAS];
     int nextra;
+    struct mb_disturb *disturb; /* what could have disturbed the timed region
+                                 * (NULL = not recorded); emit frees its arrays */
 } mb_point_t;
 
 typedef struct mb_run_ctx {
@@ -209,6 +212,16 @@ static inline void mb_point_bool(mb_point_t *p, const char *k, int v)
 {
     if (p->nextra < MB_MAX_EXTRAS)
         p->extra[p->nextra++] = (mb_kv_t){.key = k, .type = MB_KV_BOOL, .i = v};
+}
+static inline void mb_point_str(mb_point_t *p, const char *k, const char *v)
+{
+    if (p->nextra < MB_MAX_EXTRAS)
+        p->extra[p->nextra++] = (mb_kv_t){.key = k, .type = MB_KV_STR, .s = v};
+}
+static inline void mb_point_ints(mb_point_t *p, const char *k, const int *v, int n)
+{
+    if (p->nextra < MB_MAX_EXTRAS)
+        p->extra[p->nextra++] = (mb_kv_t){.key = k, .type = MB_KV_INTS, .ints = v, .i = n};
 }
 static inline void mb_point_null(mb_point_t *p, const char *k)
 {

@@ -61,6 +61,9 @@ def main(argv=None) -> int:
     parser.add_argument("--confidence", type=float, default=95.0, help="interval confidence, percent (default 95)")
     parser.add_argument("--ignore", default="", help="knobs left out of the match, comma-separated (e.g. pages)")
     parser.add_argument("--no-html", action="store_true", help="skip compare.html")
+    parser.add_argument("--keep-disturbed", action="store_true",
+                        help="keep the repetitions the disturbed rule marks (left out by default; README, "
+                             "Disturbed repetitions)")
     args = parser.parse_args(argv)
     problems = []
     if not 0 < args.threshold < 100:
@@ -84,7 +87,8 @@ def main(argv=None) -> int:
         return 2
     try:
         result, code = run_compare(args.base, args.new, args.out, threshold=args.threshold / 100,
-                                   confidence=args.confidence / 100, ignore=ignore, html=not args.no_html)
+                                   confidence=args.confidence / 100, ignore=ignore, html=not args.no_html,
+                                   keep_disturbed=args.keep_disturbed)
     except (SideError, StoredRunsError) as exc:
         print(f"compare: {exc}", file=sys.stderr)
         return 2

@@ -47,6 +47,8 @@ def closing_line(manifest: dict, plan: rounds.Plan) -> str:
             ("superseded", "moved aside to results/" + plan.system + "/superseded/ (README, Everyday use)"),
             ("adopted", "brought back from files stored under another name (superseded/ after an undone edit, a renamed experiment)"),
             ("kept_unverified", "kept on their request alone (stored before binary and machine were recorded)"),
+            ("disturbed", "marked disturbed (kept, shown, left out of conclusions)"),
+            ("disturbed_tries", "measured again after a disturbed try"),
         )
         if manifest.get(key)
     ]
@@ -86,6 +88,7 @@ def main(argv=None) -> int:
             manifest = measure_rounds.measure_round(
                 plan, topology=args.topology, bin_dir=bin_dir, runs_dir=runs_dir, log=log,
                 progress=lambda line: print(line, flush=True), keep_waiting=stopping.check_watched,
+                disturbed_retries=study.get("disturbed_retries", 0),
             )  # fmt: skip
         except stopping.Stopped as stop:
             log.write(f"stopped: {stop}\n")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import pandas as pd
 
 from membench.plan.c2c_pairs import CLASSES
+from membench.analyse.stats import disturbed_mask
 from membench.core.text import number
 from membench.plan import families
 
@@ -27,12 +28,12 @@ PAIR = ["system", "experiment", "variant", "op", "cpu_a", "cpu_b"]
 PLACE = [f"cpu_{side}_{key}" for side in "ab" for key in ("core", "l2", "l3", "package", "node")]
 COLUMNS = [
     *GROUP, "pairs", "records", "handoff_ns_median", "handoff_ns_p10", "handoff_ns_p90",
-    "sample_p10_ns_median", "sample_p90_ns_median", "n_failed", "n_skipped",
+    "sample_p10_ns_median", "sample_p90_ns_median", "n_failed", "n_skipped", "n_disturbed",
 ]  # fmt: skip
 # what the class and pair tables read from measurements.csv
 READ_COLUMNS = [
     *GROUP, "kernel", "status", "reason", "cpu_a", "cpu_b", "handoff_ns", "handoff_p10_ns", "handoff_p90_ns",
-    "pair_requested", *PLACE,
+    "pair_requested", "disturbed", *PLACE,
 ]  # fmt: skip
 CLASS_ORDER = {name: i for i, name in enumerate(CLASSES)}
 
@@ -50,6 +51,8 @@ def class_table(table: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for key, group in records.groupby(GROUP, dropna=False, sort=False):
         ok = group[(group["status"] == "ok") & group["handoff_ns"].notna()]
+        marked = disturbed_mask(ok)  # counted, left out of the class's numbers
+        ok = ok[~marked]
         values = ok["handoff_ns"].astype(float)
         rows.append(
             {
@@ -63,6 +66,7 @@ def class_table(table: pd.DataFrame) -> pd.DataFrame:
                 "sample_p90_ns_median": ok["handoff_p90_ns"].astype(float).median() if len(ok) else float("nan"),
                 "n_failed": int((group["status"] == "failed").sum()),
                 "n_skipped": int((group["status"] == "skipped").sum()),
+                "n_disturbed": int(marked.sum()),
             }
         )
     out = pd.DataFrame(rows, columns=COLUMNS)
@@ -105,7 +109,8 @@ def report_table(classes: pd.DataFrame) -> dict | None:
         )
         label = [f"{row.system} {row.variant}"] if several else []
         rows.append([*label, row.pair_class, row.op, number(row.handoff_ns_median, 1), spread, samples,
-                     row.pairs, row.records, f"{row.n_failed} / {row.n_skipped}"])  # fmt: skip
+                     row.pairs, row.records, int(getattr(row, "n_disturbed", 0) or 0),
+                     f"{row.n_failed} / {row.n_skipped}"])  # fmt: skip
     return {
         "title": "Cache-to-cache latency by locality class",
         "note": (
@@ -116,7 +121,7 @@ def report_table(classes: pd.DataFrame) -> dict | None:
             "other_package."
         ),
         "columns": [*(["system, variant"] if several else []), "class", "op", "median ns", "p10 – p90 ns",
-                    "within a record", "pairs", "records", "failed / skipped"],  # fmt: skip
+                    "within a record", "pairs", "records", "disturbed (left out)", "failed / skipped"],  # fmt: skip
         "rows": rows,
     }
 
@@ -138,16 +143,27 @@ def hierarchy_rows(classes: pd.DataFrame, op: str = "two_line") -> dict[str, dic
     out: dict[str, dict[str, dict]] = {}
     if classes is None or classes.empty:
         return out
-    mine = classes[(classes["op"] == op) & (classes["records"] > 0)]
+    disturbed = classes["n_disturbed"].fillna(0) if "n_disturbed" in classes else 0
+    mine = classes[(classes["op"] == op) & ((classes["records"] > 0) | (disturbed > 0))]
     for row in mine.itertuples():
         label = HIERARCHY_ROWS.get(row.pair_class)
         if label is None or label in out.get(row.system, {}):
             continue  # the first experiment measuring a class gives its row
+        left_out = int(getattr(row, "n_disturbed", 0) or 0)
+        if row.records == 0:
+            out.setdefault(row.system, {})[label] = {
+                "ns": None,
+                "disturbed": True,
+                "derivation": f"c2c {op}, experiment {row.experiment}: all {left_out} records disturbed "
+                f"(membench.core.disturbance), none left to conclude from",
+            }
+            continue
         out.setdefault(row.system, {})[label] = {
             "ns": float(row.handoff_ns_median),
             "derivation": (
                 f"c2c {op}, experiment {row.experiment}: median hand-off over {row.records} records of "
                 f"{row.pairs} {row.pair_class} pair(s), p10–p90 {row.handoff_ns_p10:.1f}–{row.handoff_ns_p90:.1f} ns"
+                + (f"; {left_out} disturbed records left out" if left_out else "")
             ),
         }
     return out

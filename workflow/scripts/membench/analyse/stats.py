@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from membench.analyse.caches import cell_cache_columns
+from membench.core import disturbance
 from membench.analyse.peak import nodes_holding_pages
 from membench.store.placement_classes import placement_summary, placement_words
 
@@ -92,11 +93,45 @@ def traffic_split(ok: pd.DataFrame) -> dict[str, pd.Series]:
     return {"gbps_read": gbps * reads / total, "gbps_write": gbps * writes / total}
 
 
+def disturbed_mask(table: pd.DataFrame) -> pd.Series:
+    """True for the rows the disturbed rule marks (membench.core.disturbance);
+    a table without the column (older measurements) marks none."""
+    if "disturbed" not in table:
+        return pd.Series(False, index=table.index)
+    return table["disturbed"].map(disturbance.is_disturbed).astype(bool)
+
+
+def undisturbed(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows a conclusion may use: every row the disturbed rule does not
+    mark (not recorded counts as not marked, and is said so beside)."""
+    return table[~disturbed_mask(table)]
+
+
+def disturbance_counts(ok: pd.DataFrame) -> dict:
+    """How many of a cell's ok repetitions were disturbed, by what, and
+    how many recorded nothing."""
+    marked = disturbed_mask(ok)
+    kinds: dict[str, int] = {}
+    for text in ok.loc[marked, "disturbed_by"].dropna() if "disturbed_by" in ok else []:
+        for cause in str(text).split("; "):
+            kind = disturbance.cause_kind(cause)
+            kinds[kind] = kinds.get(kind, 0) + 1
+    unknown = int(ok["disturbed"].isna().sum()) if "disturbed" in ok else len(ok)
+    return {
+        "n_disturbed": int(marked.sum()),
+        "disturbed_by": "; ".join(f"{kind} x{n}" for kind, n in kinds.items()) or None,
+        "n_disturbance_not_recorded": unknown,
+    }
+
+
 def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (cell, op[, working set]), in the order the records come
     (config order, then the kernel's op order): repetitions by status, and
     the distributions of the ok ones: bandwidth (GB/s = 1e9 B/s) and, for
-    latency kernels, ns per load."""
+    latency kernels, ns per load. The distributions are over the ok
+    repetitions the disturbed rule does not mark (n_used); n_disturbed says
+    how many it marked and disturbed_by by what, and <metric>_median_all is
+    the median with them."""
     keys = [k for k in CELL_KEYS if k in table] + (["working_set_bytes"] if "working_set_bytes" in table else [])
     rows = []
     for key, group in table.groupby(keys, dropna=False, sort=False):
@@ -112,11 +147,18 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
         if ok.empty:
             rows.append(row)
             continue
+        row.update(disturbance_counts(ok))
+        used = undisturbed(ok)
+        row["n_used"] = len(used)
+        for metric, prefix in (("gbps", "gbps"), ("ns_per_load", "ns")):
+            if metric in ok and ok[metric].notna().any():
+                row[f"{prefix}_median_all"] = ok[metric].astype(float).median()
         # core_ghz: the clock the chase measured beside its latency (cycles in the hierarchy table)
         for metric, prefix in (("gbps", "gbps"), ("gbps_wa", "gbps_wa"), ("ns_per_load", "ns"), ("core_ghz", "core_ghz")):
             if metric in ok and ok[metric].notna().any():
-                row.update(distribution(ok[metric].dropna(), prefix))
-        for prefix, values in traffic_split(ok).items():
+                # NaN when every repetition was disturbed: the cell stays, its numbers do not
+                row.update(distribution(used[metric].dropna(), prefix))
+        for prefix, values in traffic_split(used).items():
             if values.notna().any():
                 row.update(distribution(values.dropna(), prefix))
         row.update(

@@ -10,7 +10,7 @@ from membench.analyse import c2c_summary
 from membench.store.collect import read_measurements
 from membench.analyse.modes import modes_table
 from membench.core.atomic_files import write_text_atomic
-from membench.analyse.stats import CELL_KEYS, problem_cells, summarise_cells
+from membench.analyse.stats import CELL_KEYS, problem_cells, summarise_cells, undisturbed
 
 
 def write_summaries(
@@ -18,10 +18,13 @@ def write_summaries(
     c2c_classes_out: str | None = None, c2c_pairs_out: str | None = None,
 ) -> None:  # fmt: skip
     table = read_measurements(measurements, without=("memory_nodes",))
+    # conclusions (c2c classes and pairs, modes) from the repetitions the
+    # disturbed rule does not mark; the cells and class summaries count them
+    quiet = undisturbed(table)
     if c2c_classes_out:
         write_text_atomic(Path(c2c_classes_out), c2c_summary.class_table(table).to_csv(index=False))
     if c2c_pairs_out:
-        write_text_atomic(Path(c2c_pairs_out), c2c_summary.pair_table(table).to_csv(index=False))
+        write_text_atomic(Path(c2c_pairs_out), c2c_summary.pair_table(quiet).to_csv(index=False))
     write_text_atomic(Path(cells_out), summarise_cells(table).to_csv(index=False))
-    write_text_atomic(Path(modes_out), modes_table(table, CELL_KEYS).to_csv(index=False))
+    write_text_atomic(Path(modes_out), modes_table(quiet, CELL_KEYS).to_csv(index=False))
     write_text_atomic(Path(problems_out), problem_cells(table).to_csv(index=False))

@@ -4,12 +4,14 @@ match.txt (the terminal table) and match.html, and the exit code
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
 
 import pandas as pd
 
+from membench.analyse.stats import disturbed_mask
 from membench.compare import match
 from membench.compare import conditions as compare_conditions
 from membench.compare import stats as compare_stats
@@ -87,20 +89,47 @@ def _clean(value):
     return value
 
 
+def without_disturbed(side: match.Side) -> tuple[match.Side, int]:
+    """The side less its repetitions the disturbed rule marks
+    (membench.core.disturbance), and how many those were."""
+    marked = disturbed_mask(side.table)
+    if not marked.any():
+        return side, 0
+    kept = side.table[~marked]
+    levels = side.levels[side.levels.index.isin(kept.index)]
+    return dataclasses.replace(side, table=kept, levels=levels), int(marked.sum())
+
+
+def disturbed_note(counts: dict[str, int], kept: bool) -> str:
+    """The line `make compare` says of disturbed repetitions, per side."""
+    sides = ", ".join(f"{label} {n}" for label, n in counts.items())
+    if kept:
+        return f"disturbed records kept in the comparison (KEEP_DISTURBED=1): {sides}"
+    return f"disturbed records left out (KEEP_DISTURBED=1 keeps them): {sides}"
+
+
 def run_compare(base: str, new: str, out: Path, *, threshold: float = 0.02, confidence: float = 0.95,
-                ignore: list[str] = (), html: bool = True) -> tuple[dict, int]:
-    """Compare, write every output under `out`; (result, exit code)."""
+                ignore: list[str] = (), html: bool = True, keep_disturbed: bool = False) -> tuple[dict, int]:
+    """Compare, write every output under `out`; (result, exit code).
+    Records the disturbed rule marks are left out unless keep_disturbed;
+    each pair's notes say how many on each side."""
     pairs, system_notes = match.pair_systems(base, new)
     groups = []
     result = {"schema": JSON_SCHEMA, "base": base, "new": new, "threshold": threshold, "confidence": confidence,
               "method": METHOD, "ignored_knobs": list(ignore), "pairs": [], "rows": []}  # fmt: skip
     for b_system, b_dir, n_system, n_dir in pairs:
         b_side, n_side = match.read_sides(("BASE", base, b_dir, b_system), ("NEW", new, n_dir, n_system))
+        if keep_disturbed:
+            disturbed = {s.label: int(disturbed_mask(s.table).sum()) for s in (b_side, n_side)}
+        else:
+            (b_side, b_n), (n_side, n_n) = without_disturbed(b_side), without_disturbed(n_side)
+            disturbed = {b_side.label: b_n, n_side.label: n_n}
+        system_notes_here = [*system_notes, disturbed_note(disturbed, keep_disturbed)]
         found = match.compare_sides(b_side, n_side, ignore=list(ignore))
         rows = compare_conditions.conditions(b_side, n_side)
         result["pairs"].append({
             "system_base": b_system, "system_new": n_system, "headline": compare_conditions.headline(rows),
-            "conditions": rows, "knobs": found["knobs"], "notes": found["notes"] + system_notes,
+            "conditions": rows, "knobs": found["knobs"], "notes": found["notes"] + system_notes_here,
             "unmatched": found["unmatched"],
         })  # fmt: skip
         groups += found["groups"]

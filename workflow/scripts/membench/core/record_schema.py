@@ -197,15 +197,20 @@ def migrate(record: dict) -> dict:
             f"record schema version {version} is newer than this membench's {SCHEMA_VERSION}: "
             f"read it with the membench that wrote it (or a newer one)"
         )
-    if version != 1:
+    if version < 1:
         raise SchemaVersionError(f"record schema version {version} is older than 1 and cannot be read")
-    return _from_v1(record)
+    out = dict(record)
+    for step in range(version, SCHEMA_VERSION):
+        out = MIGRATIONS[step](out)
+    out["schema"] = SCHEMA_VERSION
+    out["migrated_from"] = version
+    return out
 
 
 def _from_v1(record: dict) -> dict:
+    """Version 1 -> 2 (a new dict; a step of migrate)."""
     out = dict(record)
-    out["schema"] = SCHEMA_VERSION
-    out["migrated_from"] = 1
+    out["schema"] = 2
     if "page_group" in out or "page_group_bytes" in out:
         group = out.pop("page_group_bytes", None)
         pages = out.pop("page_group", None)
@@ -230,6 +235,35 @@ def _from_v1(record: dict) -> dict:
         ok = type(loads) is int and type(seconds) is list and type(cycle) is int and cycle > 0
         out["cycle_walks"] = loads * len(seconds) / cycle if ok else None
     return out
+
+
+# What a version-2 record lacks: its disturbance was not recorded (null),
+# which is never read as "quiet" (membench.core.disturbance).
+V2_DISTURB_KEYS = ("disturb_timed_s", "disturb_nivcsw", "disturb_wait_s", "disturb_steal_s", "disturb_steal_cpus",
+                   "disturb_others_running", "disturb_core_ghz")  # fmt: skip
+V2_C2C_KEYS = ("sample_switched", "samples_switched", "handoff_basis", "handoff_all_ns")
+
+
+def _from_v2(record: dict) -> dict:
+    """Version 2 -> 3 (a new dict; a step of migrate): the disturbance
+    keys as null ("not recorded") in every record of a process that ran;
+    c2c's per-sample keys likewise, and its median over all samples is
+    the one it had."""
+    out = dict(record)
+    out["schema"] = 3
+    if "host" in out:  # a harness wrote it (placeholders carry no harness keys)
+        for key in V2_DISTURB_KEYS:
+            out.setdefault(key, None)
+        if out.get("kernel") == "c2c":
+            out.setdefault("handoff_all_ns", out.get("handoff_ns"))
+            for key in V2_C2C_KEYS:
+                out.setdefault(key, None)
+    return out
+
+
+# migrate's steps: version -> the function that lifts a record from it to
+# the next version (each composes with the others; a new version adds one)
+MIGRATIONS = {1: _from_v1, 2: _from_v2}
 
 
 def _where(error: jsonschema.ValidationError) -> str:

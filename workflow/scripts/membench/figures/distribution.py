@@ -11,7 +11,7 @@ import matplotlib.ticker
 import numpy as np
 import pandas as pd
 
-from membench.analyse.stats import add_series
+from membench.analyse.stats import add_series, disturbed_mask
 from membench.figures.style import GBPS_LABEL, colours, empty, to_svg
 from membench.store.placement_classes import OTHER, figure_classes
 
@@ -38,8 +38,11 @@ def _facets(nrows: int, ncols: int, width: float, height: float, **share):
 
 def histogram_svg(measurements: pd.DataFrame, name: str) -> str:
     """Every repetition in 1 GB/s bins, one panel per (threads, series),
-    one step line per op; panels of one thread count share their x axis."""
+    one step line per op; panels of one thread count share their x axis.
+    Disturbed repetitions (membench.core.disturbance) are a dotted step of
+    their own, never added to the others'."""
     ok = add_series(measurements[(measurements["status"] == "ok") & measurements["gbps"].notna()])
+    ok = ok.assign(_disturbed=disturbed_mask(ok).to_numpy())
     if ok.empty:
         return empty("no successful measurements in this experiment", name)
     ops = list(dict.fromkeys(ok["op"]))
@@ -57,10 +60,11 @@ def histogram_svg(measurements: pd.DataFrame, name: str) -> str:
                 ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes, color="grey")
             ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
             for op in ops:
-                values = part.loc[part["op"] == op, "gbps"]
-                if not values.empty:
-                    counts, edges = np.histogram(values, bins=bins)
-                    ax.stairs(counts, edges, color=palette[op], label=op, rasterized=True)
+                for marked, style in ((False, "-"), (True, ":")):
+                    values = part.loc[(part["op"] == op) & (part["_disturbed"] == marked), "gbps"]
+                    if not values.empty:
+                        counts, edges = np.histogram(values, bins=bins)
+                        ax.stairs(counts, edges, color=palette[op], ls=style, label=op, rasterized=True)
             ax.set_xlim(bins[0], bins[-1])
             if row == 0:
                 ax.set_title(label)
@@ -71,7 +75,11 @@ def histogram_svg(measurements: pd.DataFrame, name: str) -> str:
                 ax.set_ylabel("runs")
     fig.supxlabel(f"{GBPS_LABEL}, {' / '.join(sorted(widths))}")
     handles = [plt.Line2D([], [], color=palette[op]) for op in ops]
-    fig.legend(handles, ops, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=len(ops))
+    labels = list(ops)
+    if ok["_disturbed"].any():
+        handles.append(plt.Line2D([], [], color="grey", ls=":"))
+        labels.append(f"disturbed ({int(ok['_disturbed'].sum())} runs, dotted)")
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=len(labels))
     fig.tight_layout()
     return to_svg(fig, name, dpi=RASTER_DPI)
 
@@ -108,6 +116,7 @@ def placement_svg(measurements: pd.DataFrame, name: str, modes: pd.DataFrame | N
     op = list(dict.fromkeys(ok["op"]))[-1]
     ok = ok[ok["op"] == op]
     ok = ok.assign(placement=figure_classes(ok, _explaining(modes, ok["experiment"].unique())))
+    ok = ok.assign(_disturbed=disturbed_mask(ok).to_numpy())
     classes = [c for c in ok["placement"].value_counts().index if c != OTHER] + ([OTHER] if (ok["placement"] == OTHER).any() else [])
     palette = {c: "#8c8c8c" if c == OTHER else colour for c, colour in zip(classes, colours(len(classes)))}
     threads, series = sorted(ok["threads"].unique()), list(dict.fromkeys(ok["series"]))
@@ -125,7 +134,11 @@ def placement_svg(measurements: pd.DataFrame, name: str, modes: pd.DataFrame | N
             if mine.empty:
                 continue
             y = mine["threads"].map(row_of).to_numpy() + rng.uniform(-0.33, 0.33, len(mine))
-            ax.scatter(mine["gbps"], y, s=dot, color=palette[cls], alpha=0.7, lw=0, rasterized=True)
+            quiet = ~mine["_disturbed"].to_numpy()
+            ax.scatter(mine["gbps"][quiet], y[quiet], s=dot, color=palette[cls], alpha=0.7, lw=0, rasterized=True)
+            # disturbed runs: hollow, so they are seen and never read as the machine's
+            ax.scatter(mine["gbps"][~quiet], y[~quiet], s=dot * 2, facecolors="none", edgecolors=palette[cls],
+                       lw=0.8, rasterized=True)  # fmt: skip
         for count in threads:
             for centre in marks.get((label, count), []):
                 ax.plot([centre, centre], [row_of[count] - 0.45, row_of[count] + 0.45], color="black", lw=1.2)
@@ -143,6 +156,9 @@ def placement_svg(measurements: pd.DataFrame, name: str, modes: pd.DataFrame | N
     handles = [plt.Line2D([], [], marker="o", ls="", color=palette[c]) for c in classes]
     handles.append(plt.Line2D([], [], color="black"))
     labels = [f"{c} ({(ok['placement'] == c).sum()} runs)" for c in classes] + ["mode found (gaussian KDE)"]
+    if ok["_disturbed"].any():
+        handles.append(plt.Line2D([], [], marker="o", ls="", markerfacecolor="none", color="grey"))
+        labels.append(f"disturbed ({int(ok['_disturbed'].sum())} runs, hollow; left out of the modes)")
     fig.legend(handles, labels, title="placement class obtained", loc="upper center", bbox_to_anchor=(0.5, 0),
                ncol=min(2, len(labels)), fontsize="small")  # fmt: skip
     fig.tight_layout()

@@ -34,7 +34,7 @@ FIGURE_COLUMNS = [
     "system", "experiment", "cell", "kernel", "variant", "op", "threads", "threads_requested", "affinity",
     "policy_requested", "pages", "pages_requested", "init", "size_requested", "status", "gbps",
     "threads_per_node", "threads_per_package", "node_imbalance", "smt_shared_cores", "oversubscribed_cpus",
-    "migrated_threads", "page_locality", "hugepages",
+    "migrated_threads", "page_locality", "hugepages", "disturbed",
 ]  # fmt: skip
 
 

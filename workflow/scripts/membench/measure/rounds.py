@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from membench.core import layout, manifests
+from membench.core import disturbance, layout, manifests
 from membench.core.atomic_files import read_jsonl, write_text_atomic
 from membench.core.store_errors import store_error
 from membench.measure import identity, superseded
@@ -41,6 +41,7 @@ def measure_round(
     run_harness_process: Callable | None = None,
     progress: Callable[[str], None] = lambda line: None,
     keep_waiting: Callable[[], None] = lambda: None,
+    disturbed_retries: int = 0,
 ) -> dict:
     """Measure every repetition of the round that is not stored yet, under
     the system's measure lock (membench.measure.lock); return the manifest
@@ -50,7 +51,11 @@ def measure_round(
     topology) are those of this round (membench.measure.identity); one that a real
     change superseded is moved aside (membench.measure.superseded), never
     overwritten; a missing one is looked up by request among the round's
-    other files (membench.measure.stored_index: a renamed experiment)."""
+    other files (membench.measure.stored_index: a renamed experiment).
+    A repetition measured now that the disturbed rule marks
+    (membench.core.disturbance) is measured again, up to disturbed_retries
+    more times; each earlier try is moved aside (superseded/disturbed/),
+    never overwritten, and the last try is kept whatever it shows."""
 
     def say(line: str) -> None:
         log.write(line + "\n")
@@ -58,11 +63,12 @@ def measure_round(
         progress(line)
 
     with measure_lock.measuring(Path(runs_dir).parent, say, keep_waiting):
-        return _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process, progress)
+        return _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process, progress, disturbed_retries)
 
 
-def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process, progress) -> dict:
+def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process, progress, retries=0) -> dict:
     measured, kept, unverified, adopted, moved = [], [], [], [], {}
+    disturbed, tried_again = [], {}
     started = time.monotonic()
     machine = identity.machine_digest(json.loads(Path(topology).read_text()))
     own = [layout.run_path(runs_dir, cell, plan.round_index) for cell in plan.cells]
@@ -95,15 +101,26 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
         log.write(f"== {cell.id} r{plan.round_index}\n")
         log.flush()
         one = time.monotonic()
-        measure_cell(
-            binary, topology, path, log,
-            request=Request.of_dict(request), experiment=cell.experiment, cell_id=cell.id,
-            extra=identity_keys, run_process=run_harness_process,
-        )  # fmt: skip (a write error there is a StoreError too)
+        for attempt in range(1, retries + 2):
+            records = measure_cell(
+                binary, topology, path, log,
+                request=Request.of_dict(request), experiment=cell.experiment, cell_id=cell.id,
+                extra={**identity_keys, "measure_try": attempt}, run_process=run_harness_process,
+            )  # fmt: skip (a write error there is a StoreError too)
+            causes = _disturbed_by(records)
+            if not causes or attempt > retries:
+                break
+            aside = _store(lambda: superseded.move_aside(path, runs_dir, superseded.DISTURBED), "move aside", path)
+            tried_again.setdefault(path, []).append(str(aside))
+            log.write(f"disturbed ({causes}), try {attempt} of {retries + 1}: {path} -> {aside}\n")
+        if causes:
+            disturbed.append(path)
         measured.append(path)
+        again = sum(len(asides) for asides in tried_again.values())
         progress(
             f"{plan.system} round {plan.round_index}: {position}/{len(plan.cells)} "
             f"{cell.id} ({time.monotonic() - one:.1f} s)"
+            + (f"; disturbed {len(disturbed)} kept, {again} measured again" if disturbed or again else "")
         )
     return {
         "system": plan.system,
@@ -118,8 +135,22 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
         # kept from a file of another name (a renamed experiment)
         "adopted": adopted,
         "superseded": moved,
+        # measured now and marked disturbed in their last try; the earlier
+        # tries of a repetition measured again (moved aside, in order)
+        "disturbed": disturbed,
+        "disturbed_tries": tried_again,
         "seconds": round(time.monotonic() - started, 3),
     }
+
+
+def _disturbed_by(records: list[dict]) -> str:
+    """What disturbed a repetition's records (the disturbed rule), or ""
+    when none was marked."""
+    causes = []
+    for record in records or []:
+        if disturbance.verdict(record)[0]:
+            causes += [c for c in disturbance.verdict(record)[1] if c not in causes]
+    return "; ".join(causes)
 
 
 def _stored_state(path: Path, identity_keys: dict, request: dict | None = None) -> tuple[str, str | None]:

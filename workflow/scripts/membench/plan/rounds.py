@@ -78,6 +78,7 @@ def round_study(config: dict, round_index: int) -> dict:
     none of the others."""
     return {
         "shuffle_seed": config["shuffle_seed"],
+        "disturbed_retries": config.get("disturbed_retries", 2),
         "experiments": {
             name: {key: value for key, value in experiment.items() if key != "repeats"}
             for name, experiment in config["experiments"].items()

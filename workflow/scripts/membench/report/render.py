@@ -275,6 +275,11 @@ def build_context(
             "ok": int(cells["n_ok"].sum()),
             "skipped": int(cells["n_skipped"].sum()),
             "failed": int(cells["n_failed"].sum()),
+            # the disturbed rule's marks (membench.core.disturbance), for the first screen
+            "disturbed": int(cells["n_disturbed"].fillna(0).sum()) if "n_disturbed" in cells else 0,
+            "disturbance_not_recorded": (
+                int(cells["n_disturbance_not_recorded"].fillna(0).sum()) if "n_disturbance_not_recorded" in cells else 0
+            ),
         },
     }
 

@@ -12,6 +12,7 @@ import pandas as pd
 
 from membench.probe.topology import llc_capacity
 from membench.store.placement_classes import Machine, classify
+from membench.core import disturbance
 from membench.core.atomic_files import write_text_atomic
 from membench.store.stored import (
     Expected,
@@ -34,7 +35,8 @@ def _flat(value):
 # Per-thread lists the table leaves in the records: what they say is in the
 # table as placement classes and placement problems, and at 256 threads and
 # 1000 runs per cell they would be most of its bytes.
-RECORD_ONLY = ("cpus", "cpus_start", "cpus_bound", "cpu_nodes", "seconds")
+RECORD_ONLY = ("cpus", "cpus_start", "cpus_bound", "cpu_nodes", "seconds", "disturb_nivcsw", "disturb_wait_s", "sample_switched",
+               "disturb_steal_cpus")  # fmt: skip
 
 
 # What placement_problems reads: the records of one process share it.
@@ -58,6 +60,7 @@ def _row(record: dict, texts: dict | None = None) -> dict:
                 last = texts[key] = (value, _flat(value))
             value = last[1]
         row[key] = value
+    row.update(disturbance.columns(record))  # the disturbed rule's verdict (membench.core.disturbance)
     row.pop("features", None)
     row.update({f"feature_{k}": v for k, v in (record.get("features") or {}).items()})
     key = tuple(record.get(k) for k in PLACEMENT_KEYS)

@@ -1,0 +1,220 @@
+/*
+ * membench harness: what could have disturbed a timed region (disturb.h).
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu.h"
+#include "disturb.h"
+#include "json.h"
+
+#define CLOCK_TRIALS 3
+
+long long mb_thread_ivcsw(void)
+{
+#ifdef RUSAGE_THREAD
+    struct rusage ru;
+    if (getenv("MEMBENCH_TEST_NO_THREAD_COUNTERS")) /* test only: a kernel without them */
+        return -1;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0)
+        return (long long)ru.ru_nivcsw;
+#endif
+    return -1;
+}
+
+long long mb_thread_wait_ns(void)
+{
+    if (getenv("MEMBENCH_TEST_NO_THREAD_COUNTERS"))
+        return -1;
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (!f)
+        return -1;
+    unsigned long long run, wait;
+    int n = fscanf(f, "%llu %llu", &run, &wait);
+    fclose(f);
+    return n == 2 ? (long long)wait : -1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Steal ticks summed over the CPUs (-1 when /proc/stat has no steal
+ * field) and procs_running (-1 when absent). */
+static void read_stat(const mb_disturb_t *d, long long *steal, int *running)
+{
+    *steal = -1, *running = -1;
+    if (getenv("MEMBENCH_TEST_NO_STEAL")) /* test only: a kernel without the field */
+        return;
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return;
+    char line[1024];
+    long long sum = 0;
+    int found = 0, fields_ok = 1;
+    while (fgets(line, sizeof line, f)) {
+        int cpu;
+        if (sscanf(line, "cpu%d ", &cpu) == 1) {
+            int want = 0;
+            for (int i = 0; i < d->ncpus; i++)
+                want |= d->cpus[i] == cpu;
+            if (!want)
+                continue;
+            unsigned long long v[8];
+            int n = sscanf(line, "cpu%*d %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+                           &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+            if (n < 8)
+                fields_ok = 0;
+            else
+                sum += (long long)v[7], found++;
+        } else if (strncmp(line, "procs_running ", 14) == 0) {
+            *running = atoi(line + 14);
+        }
+    }
+    fclose(f);
+    if (found > 0 && fields_ok && found == d->ncpus)
+        *steal = sum;
+}
+
+void mb_disturb_begin(mb_disturb_t *d, int nthreads, const int *cpus, int ncpus, int own,
+                      int clock)
+{
+    d->used = 1;
+    mb_disturb_free(d);
+    d->ivcsw0 = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *d->ivcsw0);
+    d->ivcsw = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *d->ivcsw);
+    d->wait0 = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *d->wait0);
+    d->wait = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *d->wait);
+    d->nthreads = d->ivcsw0 && d->ivcsw && d->wait0 && d->wait ? nthreads : 0;
+    d->own = own;
+    d->ncpus = 0;
+    for (int i = 0; i < ncpus && d->ncpus < MB_DISTURB_MAX_CPUS; i++)
+        if (cpus[i] >= 0)
+            d->cpus[d->ncpus++] = cpus[i];
+    for (int t = 0; t < d->nthreads; t++)
+        d->ivcsw0[t] = -1, d->ivcsw[t] = -1, d->wait0[t] = -1, d->wait[t] = -1;
+    d->ghz0 = d->ghz1 = NAN;
+    if (clock)
+        d->ghz0 = mb_core_ghz_trials(CLOCK_TRIALS);
+    read_stat(d, &d->steal0, &d->running0);
+    d->steal_s = NAN;
+    d->running1 = -1;
+    d->t0 = now_s();
+}
+
+void mb_disturb_free(mb_disturb_t *d)
+{
+    free(d->ivcsw0), free(d->ivcsw), free(d->wait0), free(d->wait);
+    d->ivcsw0 = NULL, d->ivcsw = NULL, d->wait0 = NULL, d->wait = NULL;
+    d->nthreads = 0;
+}
+
+void mb_disturb_thread_begin(mb_disturb_t *d, int t)
+{
+    if (t >= 0 && t < d->nthreads)
+        d->wait0[t] = mb_thread_wait_ns(), d->ivcsw0[t] = mb_thread_ivcsw();
+}
+
+void mb_disturb_thread_end(mb_disturb_t *d, int t)
+{
+    if (t < 0 || t >= d->nthreads)
+        return;
+    long long now = mb_thread_ivcsw(), wait = mb_thread_wait_ns();
+    d->ivcsw[t] = now >= 0 && d->ivcsw0[t] >= 0 ? (int)(now - d->ivcsw0[t]) : -1;
+    d->wait[t] = wait >= 0 && d->wait0[t] >= 0 ? wait - d->wait0[t] : -1;
+}
+
+void mb_disturb_end(mb_disturb_t *d, int clock)
+{
+    d->t1 = now_s();
+    long long steal1;
+    read_stat(d, &steal1, &d->running1);
+    if (d->steal0 >= 0 && steal1 >= 0)
+        d->steal_s = (double)(steal1 - d->steal0) / (double)sysconf(_SC_CLK_TCK);
+    if (clock)
+        d->ghz1 = mb_core_ghz_trials(CLOCK_TRIALS);
+}
+
+mb_disturb_t *mb_disturb_team(mb_disturb_t *d, int n, const int *cpus,
+                              void (*body)(void *arg, int t), void *arg)
+{
+    mb_disturb_begin(d, n, cpus, n, n, 1);
+#pragma omp parallel num_threads(n)
+    {
+        int t = omp_get_thread_num();
+        mb_disturb_thread_begin(d, t);
+        body(arg, t);
+        mb_disturb_thread_end(d, t);
+    }
+    mb_disturb_end(d, 1);
+    return d;
+}
+
+void mb_disturb_self_begin(mb_disturb_t *d, int cpu)
+{
+    mb_disturb_begin(d, 1, &cpu, 1, 1, 1);
+    mb_disturb_thread_begin(d, 0);
+}
+
+void mb_disturb_self_end(mb_disturb_t *d)
+{
+    mb_disturb_thread_end(d, 0);
+    mb_disturb_end(d, 1);
+}
+
+void mb_disturb_keys(struct jbuf *b, const mb_disturb_t *d)
+{
+    if (!d || !d->used) {
+        kv_null(b, "disturb_timed_s");
+        kv_null(b, "disturb_nivcsw");
+        kv_null(b, "disturb_wait_s");
+        kv_null(b, "disturb_steal_s");
+        kv_null(b, "disturb_steal_cpus");
+        kv_null(b, "disturb_others_running");
+        kv_null(b, "disturb_core_ghz");
+        return;
+    }
+    kv_double(b, "disturb_timed_s", d->t1 - d->t0);
+    int known = d->nthreads > 0;
+    for (int t = 0; t < d->nthreads; t++)
+        known &= d->ivcsw[t] >= 0;
+    if (known)
+        kv_ints(b, "disturb_nivcsw", d->ivcsw, d->nthreads);
+    else
+        kv_null(b, "disturb_nivcsw");
+    int waits = d->nthreads > 0;
+    double *w = calloc((size_t)d->nthreads + 1, sizeof *w);
+    for (int t = 0; t < d->nthreads && w; t++)
+        waits &= d->wait[t] >= 0, w[t] = (double)d->wait[t] * 1e-9;
+    if (waits && w)
+        kv_doubles(b, "disturb_wait_s", w, d->nthreads);
+    else
+        kv_null(b, "disturb_wait_s");
+    free(w);
+    kv_double(b, "disturb_steal_s", d->steal_s);
+    kv_ints(b, "disturb_steal_cpus", d->cpus, d->ncpus);
+    /* the other runnable tasks: the larger of the two snapshots, less the
+     * caller's own */
+    if (d->running0 >= 0 && d->running1 >= 0) {
+        int most = d->running0 > d->running1 ? d->running0 : d->running1;
+        kv_int(b, "disturb_others_running", most > d->own ? most - d->own : 0);
+    } else {
+        kv_null(b, "disturb_others_running");
+    }
+    if (isfinite(d->ghz0) && isfinite(d->ghz1)) {
+        double g[2] = {d->ghz0, d->ghz1};
+        kv_doubles(b, "disturb_core_ghz", g, 2);
+    } else {
+        kv_null(b, "disturb_core_ghz");
+    }
+}

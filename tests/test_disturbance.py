@@ -1,0 +1,56 @@
+"""The disturbed rule (membench.core.disturbance): what marks a repetition,
+and that what was not recorded is never read as quiet."""
+
+import math
+
+from membench.core import disturbance, record_schema
+
+QUIET = {"disturb_timed_s": 0.5, "disturb_nivcsw": [0, 0], "disturb_steal_s": 0.0, "disturb_core_ghz": [3.0, 3.05]}
+
+
+def test_a_quiet_region_is_not_disturbed():
+    assert disturbance.verdict(QUIET) == (False, [])
+    assert disturbance.label(QUIET) == "quiet"
+
+
+def test_a_switched_thread_steal_or_a_clock_change_mark_it_and_say_what():
+    assert disturbance.verdict({**QUIET, "disturb_nivcsw": [0, 2]}) == (True, ["switched out 2x"])
+    # 1 % of 0.5 s is 5 ms: one 10 ms tick is over it
+    assert disturbance.verdict({**QUIET, "disturb_steal_s": 0.01})[1] == ["steal 2.0 %"]
+    assert disturbance.verdict({**QUIET, "disturb_steal_s": 0.004})[0] is False
+    assert disturbance.verdict({**QUIET, "disturb_core_ghz": [3.0, 2.0]})[1] == ["clock 3.00->2.00 GHz"]
+    both = disturbance.columns({**QUIET, "disturb_nivcsw": [1, 0], "disturb_steal_s": 0.1})
+    assert both == {"disturbed": True, "disturbed_by": "switched out 1x; steal 20.0 %", "disturb_switches": 1}
+
+
+def test_the_time_a_thread_waited_for_its_cpu_decides_when_it_is_recorded():
+    # a kernel thread's short turns: switches, but 0.1 % of the region lost
+    brief = {**QUIET, "disturb_nivcsw": [12, 3], "disturb_wait_s": [0.0005, 0.0001]}
+    assert disturbance.verdict(brief) == (False, [])
+    # a neighbour's slices: 30 % lost
+    slices = {**brief, "disturb_wait_s": [0.15, 0.0]}
+    assert disturbance.verdict(slices) == (True, ["switched out (waited 30.0 % of the region, 15 switches)"])
+
+
+def test_c2c_judges_per_sample_and_only_marks_a_median_taken_over_switched_samples():
+    c2c = {**QUIET, "disturb_nivcsw": [5, 3], "samples": 50, "samples_switched": 4}
+    assert disturbance.verdict({**c2c, "handoff_basis": "undisturbed"}) == (False, [])
+    assert disturbance.verdict({**c2c, "handoff_basis": "all"}) == (True, ["switched out in 4 of 50 samples"])
+
+
+def test_not_recorded_is_never_quiet():
+    old = record_schema.migrate({"schema": 2, "kernel": "c2c", "host": "h", "handoff_ns": 20.0})
+    assert old["disturb_nivcsw"] is None and old["handoff_basis"] is None and old["handoff_all_ns"] == 20.0
+    assert disturbance.verdict(old) == (None, ["not recorded"])
+    assert disturbance.columns(old)["disturbed"] is None
+    # read back from a table: JSON text and NaN
+    assert disturbance.verdict({"disturb_nivcsw": "[0, 1]", "disturb_timed_s": math.nan})[0] is True
+    assert [disturbance.is_disturbed(v) for v in (True, "True", 1.0, False, math.nan, None, "")] == [
+        True, True, True, False, False, False, False]  # fmt: skip
+
+
+def test_migration_steps_compose_from_every_older_version():
+    v1 = record_schema.migrate({"schema": 1, "kernel": "stream", "host": "h"})
+    assert v1["migrated_from"] == 1 and v1["schema"] == 3 and v1["disturb_steal_s"] is None
+    placeholder = record_schema.migrate({"schema": 2, "kernel": "stream", "status": "failed"})
+    assert "disturb_nivcsw" not in placeholder  # no harness ran: nothing to say

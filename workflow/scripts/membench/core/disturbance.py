@@ -1,0 +1,138 @@
+"""The disturbed rule: which repetitions something else disturbed.
+
+A record carries what could have disturbed its timed region, read outside
+it by the harness (kernels/harness/disturb.c; keys disturb_*). A
+repetition is *disturbed* when, during its timed region:
+
+  switched   a measuring thread waited runnable for its CPU, while another
+             task had it, for more than 1 % of the region (schedstat
+             run_delay; where that is not recorded: it was switched out
+             involuntarily at all, getrusage RUSAGE_THREAD ru_nivcsw).
+             c2c decides per sample instead: its statistics come from the
+             samples neither thread was switched out in, and the record is
+             disturbed only when too few of those were left
+             (handoff_basis "all");
+  steal      the hypervisor stole more than 1 % of the region from the
+             region's CPUs (/proc/stat steal; it counts 10 ms ticks, so in a
+             region under a second one tick is enough);
+  clock      the measuring core's clock after the region differs from the
+             one before by more than 10 % (dependent-add chain, cpu.c).
+
+The thresholds come from sittings on a 2-vCPU KVM guest (README,
+"Disturbed repetitions"): a pinned STREAM thread of a quiet minute waited
+0-0.04 % of its region (0-2 switches: kernel threads' microsecond turns),
+with a busy loop on its CPU 49.7-52.4 % (scheduler slices; 18-25 GB/s
+instead of 41), beside other people's test runs 19-84 %; steal stayed at
+0-1 tick; the clock estimate stayed within 4.0-4.4 GHz. Other runnable
+tasks (disturb_others_running) are recorded and shown, never part of the
+rule: one that wanted a measuring CPU shows up as a wait; one elsewhere
+cannot be told from an idle loop by a count.
+
+A record whose counters were not recorded (an older record, or a kernel
+without the per-thread count or the steal field) is "not recorded"
+(disturbed None), never quiet. Imports nothing of membench.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+WAIT_FRACTION = 0.01  # a measuring thread's wait for its CPU over the timed region
+STEAL_FRACTION = 0.01  # steal over the timed region
+CLOCK_CHANGE = 0.10  # relative change of the core clock across the region
+NOT_RECORDED = "not recorded"
+
+
+def _value(value):
+    """A record's value, or one read back from a table (JSON text, NaN)."""
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def verdict(record: dict) -> tuple[bool | None, list[str]]:
+    """(disturbed, causes) of one record: True with what disturbed it
+    (short phrases: "switched out 3x", "steal 2.0 %", "clock 4.2->3.1 GHz"),
+    False when nothing did, None when nothing was recorded (causes then
+    says so)."""
+    get = lambda key: _value(record.get(key))  # noqa: E731
+    causes: list[str] = []
+    known = False
+    timed = get("disturb_timed_s")
+    basis = get("handoff_basis")
+    if basis is not None:  # c2c: per sample
+        known = True
+        switched = get("samples_switched") or 0
+        if basis == "all" and switched > 0:
+            causes.append(f"switched out in {switched} of {get('samples')} samples")
+    else:
+        switches, waits = get("disturb_nivcsw"), get("disturb_wait_s")
+        if isinstance(waits, list) and waits and timed:
+            # the time lost, not the count: a kernel thread's few microseconds
+            # are no disturbance, a neighbour's scheduler slices are
+            known = True
+            worst = max(waits)
+            if worst > WAIT_FRACTION * timed:
+                count = f", {sum(switches)} switches" if isinstance(switches, list) else ""
+                causes.append(f"switched out (waited {100 * worst / timed:.1f} % of the region{count})")
+        elif isinstance(switches, list):
+            known = True
+            if sum(switches) > 0:
+                causes.append(f"switched out {sum(switches)}x")
+    steal = get("disturb_steal_s")
+    if steal is not None and timed:
+        known = True
+        if steal > STEAL_FRACTION * timed:
+            causes.append(f"steal {100 * steal / timed:.1f} %")
+    clock = get("disturb_core_ghz")
+    if isinstance(clock, list) and len(clock) == 2 and all(clock):
+        known = True
+        before, after = clock
+        if abs(after / before - 1) > CLOCK_CHANGE:
+            causes.append(f"clock {before:.2f}->{after:.2f} GHz")
+    if not known:
+        return None, [NOT_RECORDED]
+    return bool(causes), causes
+
+
+def label(record: dict) -> str:
+    """What the report says of one record: the causes, "quiet", or "not
+    recorded"."""
+    disturbed, causes = verdict(record)
+    if disturbed is None:
+        return NOT_RECORDED
+    return "; ".join(causes) if disturbed else "quiet"
+
+
+def columns(record: dict) -> dict:
+    """The table columns of one record: disturbed (True / False / None) and
+    disturbed_by (the causes; None unless disturbed), and the measuring
+    threads' involuntary switches in all (None when not recorded)."""
+    disturbed, causes = verdict(record)
+    switches = _value(record.get("disturb_nivcsw"))
+    return {
+        "disturbed": disturbed,
+        "disturbed_by": "; ".join(causes) if disturbed else None,
+        "disturb_switches": sum(switches) if isinstance(switches, list) else None,
+    }
+
+
+def cause_kind(text: str) -> str:
+    """The kind of one cause phrase (switched, steal, clock) for counting."""
+    return text.split(" ", 1)[0].replace("switched", "switched out")
+
+
+def is_disturbed(value) -> bool:
+    """A table's disturbed cell (True, "True", 1.0; False, NaN, None,
+    empty) as a bool: only a repetition marked disturbed is True."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "1.0")
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return False
+    return bool(value)
