@@ -44,7 +44,7 @@ onstart:
 # after Snakemake's error boxes (membench.core.last_words).
 onerror:
     for _message in last_words.take():
-        print("\n" + _message, file=sys.stderr)
+        print(f"\n{_message}", file=sys.stderr)
 
 
 onsuccess:

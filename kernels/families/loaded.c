@@ -123,7 +123,7 @@ typedef struct loaded_op {
     double *secs, *sorted;
     mb_chase_walks_t wk;
     int phase;             /* written by the chaser, read by the loaders */
-    int ready;             /* loaders that have first-touched their arrays */
+    int ready;             /* loaders that first-touched their arrays, then that count */
     double chase_t0, chase_t1;
 } loaded_op_t;
 
@@ -158,12 +158,12 @@ static void chaser(loaded_op_t *lo)
     } while (r < lo->nload);
     __atomic_store_n(&lo->phase, PH_WARM, __ATOMIC_RELEASE);
     void *p = lo->base + mb_chase_slot_at(lo->order[0], lo->spacing);
-    /* calibration (also the warm-up) under load, outside the window: the
-     * loaders count bytes over the timed walks only */
-    double chunk_ns = (double)lo->ctx->opt[OPT_CHUNK_MS] * 1e6;
+    double chunk_ns = (double)lo->ctx->opt[OPT_CHUNK_MS] * 1e6; /* calibrated under load, untimed */
     size_t chunk = mb_chase_calibrate(&p, chunk_ns);
-    lo->chase_t0 = mb_clock_seconds(CLOCK_MONOTONIC);
     __atomic_store_n(&lo->phase, PH_TIMED, __ATOMIC_RELEASE);
+    /* the window opens once every loader counts (a descheduled one would count nothing) */
+    while (__atomic_load_n(&lo->ready, __ATOMIC_ACQUIRE) < 2 * lo->nload) {}
+    lo->chase_t0 = mb_clock_seconds(CLOCK_MONOTONIC);
     mb_chase_walk_calibrated(&p, chunk, chunk_ns, lo->ctx->ntimes, MB_CHASE_MIN_WALKS, lo->nl,
                              lo->secs, &lo->wk);
     __atomic_store_n(&lo->phase, PH_STOP, __ATOMIC_RELEASE);
@@ -191,8 +191,7 @@ static void loader(loaded_op_t *lo, loader_t *me)
     size_t n = lo->n;
     long long delay = lo->ctx->opt[OPT_DELAY];
     loader_fill(lo, me);
-#pragma omp atomic update
-    lo->ready++;
+    __atomic_fetch_add(&lo->ready, 1, __ATOMIC_RELEASE); /* filled */
     double bytes = 0, b0 = 0, t0 = 0;
     int seen_timed = 0;
     size_t j = 0;
@@ -220,6 +219,7 @@ static void loader(loaded_op_t *lo, loader_t *me)
             seen_timed = 1;
             b0 = bytes;
             t0 = mb_clock_seconds(CLOCK_MONOTONIC);
+            __atomic_fetch_add(&lo->ready, 1, __ATOMIC_RELEASE); /* counting: the chaser may time */
         }
         if (ph == PH_STOP && seen_timed) {
             double dt = mb_clock_seconds(CLOCK_MONOTONIC) - t0;
