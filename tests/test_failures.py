@@ -261,6 +261,16 @@ def test_dev16_runs_of_an_earlier_membench_are_shown_or_said(tmp_path, venv_bin)
     assert "stored but not shown: 1 run file(s): experiment &#39;old&#39; is not in the config" in first_screen
     loaded = report[report.index('id="experiment-loaded_latency"') :]
     assert "<svg" in loaded[:200000] and "174.5" in loaded  # the loaded curve's points (delay 0: 174.5 ns)
+    # a second identical render (every figure job run again, in new
+    # processes) writes the same bytes: the ladder's jittered dots included
+    figures = {p.name: p.read_bytes() for p in (workdir / "results" / "figures").glob("*.svg")}
+    assert "readonly_ladder-ladder.svg" in figures
+    again = snakemake(workdir, venv_bin, "--config", "figures_only=True", "--forcerun", "plot_figure",
+                      config=str(DEV16 / "config.yaml"))  # fmt: skip
+    assert again.returncode == 0, tail(again, 40)
+    assert "plot_figure" in again.stdout + again.stderr, "the figures were drawn again"
+    changed = [n for n, data in figures.items() if (workdir / "results" / "figures" / n).read_bytes() != data]
+    assert changed == [], f"figures differ between two identical runs: {changed}"
 
 
 def test_names_too_long_for_a_path_are_said_with_the_config(tmp_path, venv_bin):
