@@ -125,6 +125,11 @@ def test_figures_only_damage_is_said_last_and_the_report_is_set_aside(copy, venv
         assert f"{run.relative_to(copy)}:2: key gbps: NaN is not a JSON number" in last, last
         assert f"mv results/{SYSTEM}/runs/{CELL}/r1.jsonl results/{SYSTEM}/runs/{CELL}/r1.jsonl.damaged" in last
         assert "report-stale.html" in last and "Traceback" not in out.stdout + out.stderr
+        # Snakemake's error box lists collect's inputs: one index of the
+        # stored files and one of the package's sources, not every path
+        boxed = [line for line in (out.stdout + out.stderr).splitlines() if line.startswith("    input: ")]
+        assert boxed and all(len(line) < 200 for line in boxed), boxed
+        assert all(f".snakemake/membench/stored/{SYSTEM}.txt" in line and ".jsonl" not in line for line in boxed)
         assert not (copy / "results" / "report.html").exists()
         assert "STALE" in (copy / "results" / "report-stale.html").read_text()[:5000]
         assert stored(copy) == before, "collect changed nothing"
