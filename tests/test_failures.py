@@ -3,6 +3,7 @@ through the real Snakemake on a tiny study, as a user does it: the report
 from before is kept in place, files are copied with their times (cp -a),
 and what each run prints, exits with and leaves stored is checked."""
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -128,6 +129,11 @@ def test_figures_only_damage_is_said_last_and_the_report_is_set_aside(copy, venv
         assert f"{run.relative_to(copy)}:2: key gbps: NaN is not a JSON number" in last, last
         assert f"mv results/{SYSTEM}/runs/{CELL}/r1.jsonl results/{SYSTEM}/runs/{CELL}/r1.jsonl.damaged" in last
         assert "report-stale.html" in last and "Traceback" not in out.stdout + out.stderr
+        # Snakemake's error box lists collect's inputs: one index of the
+        # stored files and one of the package's sources, not every path
+        boxed = [line for line in (out.stdout + out.stderr).splitlines() if line.startswith("    input: ")]
+        assert boxed and all(len(line) < 200 for line in boxed), boxed
+        assert all(f".snakemake/membench/stored/{SYSTEM}.txt" in line and ".jsonl" not in line for line in boxed)
         assert not (copy / "results" / "report.html").exists()
         assert "STALE" in (copy / "results" / "report-stale.html").read_text()[:5000]
         assert stored(copy) == before, "collect changed nothing"
@@ -264,6 +270,16 @@ def test_dev16_runs_of_an_earlier_membench_are_shown_or_said(tmp_path, venv_bin)
     assert "stored but not shown: 1 run file(s): experiment &#39;old&#39; is not in the config" in first_screen
     loaded = report[report.index('id="experiment-loaded_latency"') :]
     assert "<svg" in loaded[:200000] and "174.5" in loaded  # the loaded curve's points (delay 0: 174.5 ns)
+    # a second identical render (every figure job run again, in new
+    # processes) writes the same bytes: the ladder's jittered dots included
+    figures = {p.name: p.read_bytes() for p in (workdir / "results" / "figures").glob("*.svg")}
+    assert "readonly_ladder-ladder.svg" in figures
+    again = snakemake(workdir, venv_bin, "--config", "figures_only=True", "--forcerun", "plot_figure",
+                      config=str(DEV16 / "config.yaml"))  # fmt: skip
+    assert again.returncode == 0, tail(again, 40)
+    assert "plot_figure" in again.stdout + again.stderr, "the figures were drawn again"
+    changed = [n for n, data in figures.items() if (workdir / "results" / "figures" / n).read_bytes() != data]
+    assert changed == [], f"figures differ between two identical runs: {changed}"
 
 
 def test_names_too_long_for_a_path_are_said_with_the_config(tmp_path, venv_bin):
@@ -281,3 +297,54 @@ def test_names_too_long_for_a_path_are_said_with_the_config(tmp_path, venv_bin):
     assert "system: 'sssssssssssssssssssssssssssssssssssss...' is 300 bytes; allowed: at most 241 bytes" in said
     assert "experiments.'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...': the name is 300 bytes; allowed: at most 227" in said
     assert not (workdir / "results").exists()
+
+
+@pytest.fixture
+def full_filesystem(copy):
+    """results/t on a small tmpfs of its own, its files copied in (cp -a)
+    and the rest of its space taken: a write there fails with ENOSPC, the
+    kernel's own, through the real write path. Needs mounting (root, or a
+    user namespace that allows it); skipped where mounting is refused."""
+    system = copy / "results" / SYSTEM
+    disk = copy / "results" / "t.disk"
+    system.rename(disk)
+    system.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(system)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        system.rmdir()
+        disk.rename(system)
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip() or mounted.returncode}")
+    try:
+        subprocess.run(["cp", "-a", f"{disk}/.", str(system)], check=True)
+        (system / "measurements.csv").unlink()  # a missing intermediate: collect runs
+        with open(system / ".filler", "wb", buffering=0) as filler:  # take every free block
+            try:
+                while True:
+                    filler.write(b"\0" * 4096)
+            except OSError as error:
+                assert error.errno == errno.ENOSPC, error
+        yield system
+    finally:
+        subprocess.run(["umount", "-l", str(system)], check=False)
+
+
+def test_a_full_filesystem_in_collect_is_one_line_said_last(copy, full_filesystem, venv_bin):
+    """Collect writing measurements.csv onto a full filesystem (ENOSPC from
+    the kernel, not a simulated error): exit 1, the cause said as collect's
+    last words on the terminal, no traceback, the stored runs unchanged."""
+    system = full_filesystem
+    before = stored(copy)
+    out = snakemake(copy, venv_bin, "--config", "figures_only=True")
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, tail(out, 40)
+    assert "Traceback" not in text and "OSError" not in text, text
+    said = f"collect_runs ({SYSTEM}): cannot write results/{SYSTEM}/measurements.csv (No space left on device"
+    last = tail(out, 10)
+    assert said in last and "the filesystem is full: free space there (df -h" in last, last
+    # the message is the last thing membench says: only Snakemake's own
+    # closing lines (log path, elapsed time, its summary) follow it
+    after = text.splitlines()[[i for i, line in enumerate(text.splitlines()) if said in line][-1] + 1 :]
+    assert all(not line.startswith(("membench", "collect_runs", "  results/")) for line in after), after
+    assert not (system / "measurements.csv").exists()
+    assert not [p.name for p in system.iterdir() if p.name.endswith(".tmp")], "no temporary file left"
+    assert stored(copy) == before, "the stored runs are untouched"

@@ -87,10 +87,17 @@ wildcard_constraints:
 
 
 # The package the analysis rules run: an edit re-runs tables, figures and
-# report (never a measurement: measure rules do not list it).
-PACKAGE_SOURCES = sorted(
-    str(from_workdir(p)) for p in (REPO / "workflow/scripts/membench").rglob("*.py")
-)
+# report (never a measurement: measure rules do not list it). One input, an
+# index of the sources' digests rewritten when one changes, not the 80 files:
+# a failed job's error box lists its inputs (membench.core.manifests).
+PACKAGE_SOURCES = [
+    manifests.write_index(
+        ".snakemake/membench/code.txt",
+        manifests.source_index_lines(REPO / "workflow/scripts/membench"),
+    )
+    if workflow.is_main_process
+    else ".snakemake/membench/code.txt"
+]
 
 
 ROUNDS = rounds.round_count(CELLS)
@@ -121,7 +128,20 @@ def stored_runs(wildcards):
             f"results/{wildcards.system}/rounds/r{k}-{ROUND_INPUTS.study_digest(k)}.json"
             for k in range(ROUNDS)
         ]
-    return stored_claims(wildcards.system).files
+    return stored_index(wildcards.system)
+
+
+def stored_index(system):
+    """Figures-only: one file listing the stored run files collect reads,
+    with their sizes and times, rewritten at planning time when one of them
+    changed (so collect runs again), instead of the files themselves as
+    inputs: a failed collect's error box lists one path, not hundreds."""
+    path = f".snakemake/membench/stored/{system}.txt"
+    if workflow.is_main_process:
+        manifests.write_index(
+            path, manifests.stored_index_lines(stored_claims(system).files)
+        )
+    return path
 
 
 _CLAIMS = {}
@@ -169,7 +189,9 @@ def stored_fingerprint(wildcards):
     """Figures-only: the names, sizes and times of the stored run files
     collect reads (membench.core.manifests.fingerprint), as a param: files
     copied in with `cp -a` (older times) or restored are collected again."""
-    return manifests.fingerprint(stored_runs(wildcards)) if FIGURES_ONLY else ""
+    if not FIGURES_ONLY:
+        return ""
+    return manifests.fingerprint(stored_claims(wildcards.system).files)
 
 
 # A round manifest is checked against the run files it lists, never

@@ -4,7 +4,7 @@ sys.stderr = open(snakemake.log[0], "w")
 
 import json  # noqa: E402
 
-from membench.core import last_words  # noqa: E402
+from membench.core import last_words, manifests  # noqa: E402
 from membench.core.store_errors import store_error  # noqa: E402
 from membench.plan import variants  # noqa: E402
 from membench.plan import grammar
@@ -22,11 +22,16 @@ except (OSError, ValueError):
 cells = node_pairs.expand_pairs(cells, topology)
 # figures-only: files stored under an earlier membench's cell id are shown
 # as the cell their records state (membench.store.claims)
-runs = [path for path in snakemake.input.runs if path.endswith(".jsonl")]
+# (figures-only lists the stored files in one index: membench.core.manifests)
+inputs = snakemake.input.runs
+inputs = [inputs] if isinstance(inputs, str) else list(inputs)
+if inputs and inputs[0].endswith(".txt"):
+    inputs = manifests.read_stored_index(inputs[0])
+runs = [path for path in inputs if path.endswith(".jsonl")]
 moved = claims.claim(f"results/{snakemake.wildcards.system}/runs", cells, runs).moved
 expected = Expected(cells + list({c.id: c for c in moved.values()}.values()), table, moved)
 try:
-    collect_runs(list(snakemake.input.runs), snakemake.output[0], snakemake.input.topology, expected)
+    collect_runs(inputs, snakemake.output[0], snakemake.input.topology, expected)
 except (StoredRunsError, MissingRunsError, OSError) as error:
     if isinstance(error, OSError) and not isinstance(error, MissingRunsError):
         error = store_error("write", snakemake.output[0], error)

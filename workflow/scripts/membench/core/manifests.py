@@ -20,6 +20,8 @@ import json
 import os
 from pathlib import Path
 
+from membench.core.atomic_files import write_text_atomic
+
 
 def file_state(path: str) -> list[int] | None:
     """[size, mtime_ns] of a stored file, None when there is none."""
@@ -62,3 +64,45 @@ def fingerprint(paths: list[str]) -> str:
     for path in sorted(paths):
         digest.update(f"{path}\0{file_state(path)}\n".encode())
     return digest.hexdigest()[:16]
+
+
+# One file standing for many inputs (issue 33): Snakemake prints every input
+# path of a failed job in its error box, which buried collect's message under
+# ~150 paths. An index, written at planning time and rewritten only when what
+# it describes changed, keeps Snakemake's rerun on change (its time moves
+# exactly then) with one path in the box.
+
+
+def write_index(path: str | Path, lines: list[str]) -> str:
+    """Write the index (one line per described file) when its text differs
+    from the stored one; return its path."""
+    text = "".join(f"{line}\n" for line in lines)
+    path = Path(path)
+    try:
+        if path.read_text() == text:
+            return str(path)
+    except OSError:
+        pass
+    write_text_atomic(path, text)
+    return str(path)
+
+
+def stored_index_lines(paths: list[str]) -> list[str]:
+    """Per stored run file: its path, size and modification time (a file
+    copied in with `cp -a`, restored or replaced changes its line)."""
+    return [f"{path}\t{json.dumps(file_state(path))}" for path in sorted(paths)]
+
+
+def read_stored_index(path: str | Path) -> list[str]:
+    """The run file paths a stored index lists."""
+    return [line.split("\t", 1)[0] for line in Path(path).read_text().splitlines() if line]
+
+
+def source_index_lines(root: str | Path) -> list[str]:
+    """Per Python source under root: its content digest and path (an edit
+    changes its line; a touch does not)."""
+    root = Path(root)
+    return [
+        f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(root)}"
+        for p in sorted(root.rglob("*.py"))
+    ]

@@ -11,7 +11,7 @@ import pandas as pd
 from membench.analyse.caches import IN_CACHE, MARK, in_cache
 from membench.analyse.stats import add_series
 from membench.figures.peak_lines import draw_peak_lines
-from membench.figures.style import GBPS_LABEL, colours, empty, sns, to_svg
+from membench.figures.style import GBPS_LABEL, colours, empty, fixed_jitter, sns, to_svg
 
 
 def scaling_svg(cells: pd.DataFrame, name: str, peaks: list[tuple[float, str]] = ()) -> str:
@@ -90,7 +90,8 @@ def ladder_svg(measurements: pd.DataFrame, name: str, peaks: list[tuple[float, s
     order = list(dict.fromkeys(ok["variant"]))
     several = ok["series"].nunique() > 1  # seaborn cannot dodge a single hue level
     fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(order) + 2), 3.8))
-    sns.stripplot(ok, x="variant", y="gbps", hue="series", order=order, dodge=several, alpha=0.6, size=4, ax=ax)
+    with fixed_jitter():  # the same dots, the same bytes, on every run
+        sns.stripplot(ok, x="variant", y="gbps", hue="series", order=order, dodge=several, alpha=0.6, size=4, ax=ax)
     sns.pointplot(
         ok, x="variant", y="gbps", hue="series", order=order, dodge=0.4 if several else False, errorbar=None,
         markers="_", markersize=14, linestyles="none", legend=False, ax=ax,

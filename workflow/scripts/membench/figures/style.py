@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import io
 import re
+from contextlib import contextmanager
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -40,6 +42,20 @@ class _Seaborn:
 
 
 sns = _Seaborn()
+
+
+@contextmanager
+def fixed_jitter(seed: int = 0):
+    """numpy's global generator seeded for one drawing and restored after:
+    seaborn's stripplot jitters its dots with np.random.uniform and takes
+    no generator, so without this two identical runs place the dots (and
+    write the SVG) differently."""
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
 
 
 def to_svg(fig, name: str, dpi: float | None = None) -> str:
