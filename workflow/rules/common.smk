@@ -91,12 +91,14 @@ wildcard_constraints:
 # index of the sources' digests rewritten when one changes, not the 80 files:
 # a failed job's error box lists its inputs (membench.core.manifests).
 PACKAGE_SOURCES = [
-    manifests.write_index(
-        ".snakemake/membench/code.txt",
-        manifests.source_index_lines(REPO / "workflow/scripts/membench"),
+    (
+        manifests.write_index(
+            ".snakemake/membench/code.txt",
+            manifests.source_index_lines(REPO / "workflow/scripts/membench"),
+        )
+        if workflow.is_main_process
+        else ".snakemake/membench/code.txt"
     )
-    if workflow.is_main_process
-    else ".snakemake/membench/code.txt"
 ]
 
 
