@@ -310,7 +310,7 @@ def test_report_renders_the_matrices_with_settings(tmp_path):
     )  # fmt: skip
     (latency,) = [e for e in context["experiments"] if e["name"] == "latency_matrix"][0]["matrices"]
     assert "numa_balancing 1" in latency["settings"] and "prefetchers unknown: the msr module" in latency["settings"]
-    assert latency["counts"] == {"ok": 12, "mismatch": 0, "skipped": 4, "failed": 0, "missing": 0}
+    assert latency["counts"] == {"ok": 12, "mismatch": 0, "disturbed": 0, "skipped": 4, "failed": 0, "missing": 0}
     template = make_environment(REPO / "reports").get_template("report.html.j2")
     html = template.render(**context, stylesheet="")
     assert html.count('<table class="node-matrix">') == 2
@@ -358,3 +358,14 @@ def test_first_screen_names_the_matrix_latencies_in_two_lines():
     assert [e["placement"].split(" (")[0] for e in entries] == ["node matrix, local pairs", "node matrix, remote pairs"]
     assert entries[0]["ns"] == 50.0 and entries[0]["placement"].endswith("(7: 50.0–50.0 ns)")
     assert entries[1]["ns"] == 100.0 and entries[1]["placement"].startswith("node matrix, remote pairs (49:")
+
+
+def test_a_pair_whose_every_run_was_disturbed_shows_no_number():
+    """Every run of a pair disturbed (issue 32): the matrix says so for that
+    pair, marked with what disturbed it, and gives no median."""
+    from membench.analyse import node_matrix
+
+    status, note = node_matrix._status({"n_ok": 3, "n_disturbed": 3, "disturbed_by": "switched out x3"})
+    assert status == "disturbed" and note == "every run disturbed: switched out x3"
+    assert node_matrix._status({"n_ok": 3, "n_disturbed": 2})[0] == "ok"
+    assert node_matrix._status({"n_ok": 3, "n_disturbed": float("nan")})[0] == "ok"

@@ -192,6 +192,9 @@ def test_memory_only_node_is_a_filled_column_and_a_skipped_row(matrix_run):
         assert set(matrix.note.loc[node]) == {
             f"affinity node:{node}: no usable CPUs on node {node} (nodes with CPUs: [0, 1, 2, 3])"
         }
-        assert (matrix.status.loc[[0, 1, 2, 3], node] == "ok").all()
-        assert matrix.median.loc[[0, 1, 2, 3], node].notna().all()
+        # measured from every CPU node; a pair whose every run the guest's busy host
+        # disturbed is said so, with no number (issue 32)
+        column = matrix.status.loc[[0, 1, 2, 3], node]
+        assert column.isin(["ok", "disturbed"]).all()
+        assert matrix.median.loc[[0, 1, 2, 3], node][column == "ok"].notna().all()
         assert matrix.row_notes == {node: "no CPUs (memory only: CXL, HBM or similar)"}

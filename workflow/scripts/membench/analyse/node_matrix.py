@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from membench.core.text import missing
+
 from membench.plan import families
 
 LATENCY_KERNELS = tuple(families.named(lambda f: f.metric == families.LATENCY))
@@ -94,6 +96,10 @@ def _status(row) -> tuple[str, str]:
             mismatches = 0
         if mismatches:
             return "mismatch", f"{int(mismatches)} of {int(row['n_ok'])} runs placed otherwise: {row.get('placement_notes')}"
+        disturbed = row.get("n_disturbed", 0)
+        if not missing(disturbed) and disturbed >= row["n_ok"]:
+            # every run was disturbed: no number stands for the pair (membench.core.disturbance)
+            return "disturbed", f"every run disturbed: {row.get('disturbed_by')}"
         return "ok", ""
     reason = row.get("reason")
     reason = "" if reason is None or (isinstance(reason, float) and math.isnan(reason)) else str(reason)
@@ -190,7 +196,7 @@ def table_context(matrix: NodeMatrix) -> dict:
         "columns": [{"node": c, "note": matrix.column_notes.get(c, "")} for c in matrix.status.columns],
         "rows": rows,
         "footnotes": [{"mark": m, "text": t} for t, m in footnotes.items()],
-        "counts": {s: int((matrix.status == s).sum().sum()) for s in ("ok", "mismatch", "skipped", "failed", "missing")},
+        "counts": {s: int((matrix.status == s).sum().sum()) for s in ("ok", "mismatch", "disturbed", "skipped", "failed", "missing")},
     }
 
 

@@ -15,7 +15,7 @@ from membench.analyse.node_matrix import NodeMatrix
 from membench.figures.style import sns, to_svg
 
 ANNOTATE_UP_TO = 16
-SHORT = {"skipped": "skip", "failed": "fail", "missing": "–"}
+SHORT = {"skipped": "skip", "failed": "fail", "missing": "–", "disturbed": "dist"}
 
 
 def _labels(keys, notes: dict, what: str) -> list[str]:
