@@ -197,3 +197,11 @@ def test_loaded_points_are_compared_by_read_traffic():
               cell(kernel="loaded", op="triad", cell="triad", gbps_mean=24.0, ns_median=140.0, ns_min=139, ns_max=141, size_bytes=2**29)]  # fmt: skip
     (heaviest,) = [row for _, row in concurrency.loaded_latencies(pd.DataFrame(loaded)).iterrows()]
     assert heaviest["source"] == "triad"
+
+
+def test_a_cell_whose_every_run_was_disturbed_feeds_nothing_and_breaks_nothing():
+    """Every run of the only loaded cell disturbed (issue 32): its numbers
+    are NaN; the loaded latency has no point to choose, and says nothing."""
+    loaded = pd.DataFrame([cell(kernel="loaded", op="triad", cell="l", gbps_mean=math.nan, ns_median=math.nan,
+                                ns_min=math.nan, ns_max=math.nan, size_bytes=2**29)])  # fmt: skip
+    assert concurrency.loaded_latencies(loaded).empty

@@ -59,6 +59,7 @@ DEFAULT_SPACING_TEXT = "256 B"
 def _one_per_placement(cells: pd.DataFrame, choose: str, by: str, size: str) -> pd.DataFrame:
     """Per (system, placement, pages), the row whose `by` column is the
     largest (choose="idxmax") or smallest ("idxmin"), as a latency table."""
+    cells = cells[cells[by].notna()] if by in cells else cells  # every run disturbed: no number to choose by
     if cells.empty:
         return pd.DataFrame(columns=LATENCY_COLUMNS)
     cells = cells.assign(placement=_placements(cells))

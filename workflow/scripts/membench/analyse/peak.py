@@ -134,6 +134,7 @@ def cell_shares(cells: pd.DataFrame, peaks: dict[str, dict]) -> pd.DataFrame:
 def best_shares(shares: pd.DataFrame) -> list[dict]:
     """Per system and kernel family, the cell whose mean traffic came
     closest to its peak: the summary's "best share per family"."""
+    shares = shares[shares["peak_share"].notna()] if not shares.empty else shares  # every run disturbed
     if shares.empty:
         return []
     best = shares.loc[shares.groupby(["system", "kernel"], sort=False)["peak_share"].idxmax()]
