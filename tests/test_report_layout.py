@@ -162,4 +162,4 @@ def test_default_config_first_screen_says_something_for_every_experiment(full_re
     assert "too few runs" not in text
     for name in default_config["experiments"]:
         line = next(line for line in text.splitlines() if line.startswith(f"{name} ("))
-        assert re.search(r"within ±[\d.]+% at \d+ runs \(\d+ more to tell modes\)|nothing skipped or failed", line), line
+        assert re.search(r"within ±[\d.]+% at \d+(–\d+)? runs? \(\d+ more to tell modes\)|nothing skipped or failed", line), line

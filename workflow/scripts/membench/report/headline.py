@@ -199,13 +199,16 @@ VERDICT_WORDS = {
 
 def _few_runs_text(few: pd.DataFrame) -> str:
     """Cells with too few runs to tell modes: how far their runs spread, and
-    how many more runs would tell modes."""
+    how many more runs would tell modes (counted in cells, as the line's
+    head does, not in cell x op rows)."""
     spread = few["spread"].astype(float).max() if "spread" in few else math.nan
-    n = int(few["n"].min())
-    cells = f"{len(few)} cell{'s' if len(few) != 1 else ''}"
+    low, high = int(few["n"].min()), int(few["n"].max())
+    runs = f"{low} run{'s' if low != 1 else ''}" if low == high else f"{low}–{high} runs"
+    count = few["cell"].nunique() if "cell" in few else len(few)
+    cells = f"{count} cell{'s' if count != 1 else ''}"
     if not _known(spread):
-        return f"{cells} at {n} run{'s' if n != 1 else ''}: {MIN_RUNS - n} more to tell modes"
-    return f"{cells} within ±{spread:.1%} at {n} runs ({MIN_RUNS - n} more to tell modes)"
+        return f"{cells} at {runs}: {MIN_RUNS - low} more to tell modes"
+    return f"{cells} within ±{spread:.1%} at {runs} ({MIN_RUNS - low} more to tell modes)"
 
 
 def experiment_verdicts(cells: pd.DataFrame, modes: pd.DataFrame | None, experiments: list[str]) -> list[dict]:
