@@ -408,9 +408,13 @@ def test_loaded_needs_two_threads(bins):
 
 def test_loaded_latency_is_not_below_idle(bins):
     """Flat-out load threads (delay 0) against nearly idle ones (a large
-    delay), three interleaved runs each.  Noise on this shared host only adds
-    time, so the lowest median of each condition is compared, with 10 %
-    slack."""
+    delay), interleaved runs.  Noise on this shared host only adds time, so
+    the lowest median of each condition is compared, with 10 % slack, over
+    the runs the disturbed rule leaves (membench.core.disturbance: a run
+    whose chaser waited for its CPU says nothing of the load); a condition
+    with no undisturbed run yet is measured again, up to 4 rounds."""
+    from membench.core import disturbance
+
     def one(delay):
         rc, recs, err = run(bins["loaded"], "--threads", "2", "--op", "triad", "--size",
                             str(DRAM // 2), "--pages", "thp", "--delay", str(delay),
@@ -419,10 +423,15 @@ def test_loaded_latency_is_not_below_idle(bins):
         return recs[0]
 
     loaded, idle = [], []
-    for _ in range(3):
-        loaded.append(one(0))
-        idle.append(one(20000))
+    quiet = lambda rs: [r for r in rs if disturbance.verdict(r)[0] is not True]  # noqa: E731
+    for attempt in range(4):
+        for _ in range(3 if attempt == 0 else 1):
+            loaded.append(one(0))
+            idle.append(one(20000))
+        if quiet(loaded) and quiet(idle):
+            break
+    assert quiet(loaded) and quiet(idle), ("every run disturbed", [disturbance.verdict(r) for r in loaded + idle])
     low = lambda rs, k: min(r[k] for r in rs)  # noqa: E731
     assert low(loaded, "gbps") > 10 * max(r["gbps"] for r in idle)
-    assert low(loaded, "ns_median") >= 0.9 * low(idle, "ns_median"), \
-        ([r["ns_median"] for r in loaded], [r["ns_median"] for r in idle])
+    assert low(quiet(loaded), "ns_median") >= 0.9 * low(quiet(idle), "ns_median"), \
+        ([r["ns_median"] for r in quiet(loaded)], [r["ns_median"] for r in quiet(idle)])

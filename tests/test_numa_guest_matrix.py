@@ -178,7 +178,9 @@ def test_every_pair_ran_on_node_i_with_pages_on_node_j(matrix_run):
         assert {int(n): f for n, f in r["page_nodes"].items()} == {j: 1.0}, (r["cell"], r["page_nodes"])
     for matrix in matrices.values():
         rows_with_cpus = matrix.status.loc[cpu_nodes]
-        assert (rows_with_cpus == "ok").all().all(), matrix.status  # verified placement: nothing marked
+        # verified placement: nothing marked otherwise (a pair whose every run the busy guest
+        # disturbed is said so, and was placed as asked: mismatch is judged first)
+        assert rows_with_cpus.isin(["ok", "disturbed"]).all().all(), matrix.status
 
 
 def test_memory_only_node_is_a_filled_column_and_a_skipped_row(matrix_run):
