@@ -76,7 +76,7 @@ bench: system-deps bench-deps $(STAMP)
 
 # Two result sets, matched cell by cell (README, "Comparing two result
 # sets"): make compare BASE=runA NEW=runB [OUT=compare] [THRESHOLD=2]
-# [IGNORE=pages]; a side may be DIR:SYSTEM. Exit code 0: no cell worse,
+# [IGNORE=pages] [KEEP_DISTURBED=1]; a side may be DIR:SYSTEM. Exit code 0: no cell worse,
 # 1: a cell worse, 2: bad input, also through make: a recipe's failure
 # is always 2 to make, so the comparison runs while make reads this file
 # and a 1 puts make in question mode (-q) with compare not up to date,
@@ -87,12 +87,12 @@ IGNORE    ?=
 quote = '$(subst ','\'',$(1))'
 ifeq ($(MAKECMDGOALS),compare)
 COMPARE_RC := $(shell \
-  { [ -n $(call quote,$(BASE)) ] && [ -n $(call quote,$(NEW)) ] \
-    || { echo "usage: make compare BASE=<dir>[:system] NEW=<dir>[:system] [OUT=compare] [THRESHOLD=2] [IGNORE=knob,...]"; exit 2; }; \
+  ( [ -n $(call quote,$(BASE)) ] && [ -n $(call quote,$(NEW)) ] \
+    || { echo "usage: make compare BASE=<dir>[:system] NEW=<dir>[:system] [OUT=compare] [THRESHOLD=2] [IGNORE=knob,...] [KEEP_DISTURBED=1]"; exit 2; }; \
     $(MAKE) --no-print-directory -s $(STAMP) || exit 2; \
     $(BIN)/python workflow/scripts/compare_results.py $(call quote,$(BASE)) $(call quote,$(NEW)) \
       --out $(call quote,$(OUT)) --threshold $(call quote,$(THRESHOLD)) --ignore $(call quote,$(IGNORE)) $(if $(KEEP_DISTURBED),--keep-disturbed); \
-  } >&2; echo $$?)
+  ) >&2; echo $$?)
 ifeq ($(COMPARE_RC),1)
 MAKEFLAGS += -q
 else ifneq ($(COMPARE_RC),0)
