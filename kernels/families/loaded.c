@@ -5,8 +5,9 @@
  * working set (DRAM-sized).  Threads 1..N-1 load: each runs the op (triad;
  * read = mix.c's r1w0; the mixes r1w0 .. r2w1nt of mix.c) over private
  * arrays of --size bytes, in blocks of --delay-every lines, spinning
- * --delay `pause`s after each (the injection delay; 0 = flat out).  Every
- * thread is pinned and first-touches its own memory.
+ * --delay `pause`s after each (the injection delay; 0 = flat out): the
+ * load threads are loaded_load.c.  Every thread is pinned and first-touches
+ * its own memory.
  *
  * Sequence: the load threads start; when all run, the chaser calibrates
  * its chunk (>= --chunk-ms under load; the warm-up), then walks the cycle
@@ -34,12 +35,10 @@
 #include "families.h"
 #include "chase_cycle.h"
 #include "chase_walk.h"
+#include "loaded.h"
 #include "../harness/placement.h"
 #include "../harness/timing.h"
 
-#define LOADED_SCALAR 3.0
-
-enum { OPT_DELAY, OPT_EVERY, OPT_GROUP, OPT_SEED, OPT_CHUNK_MS, OPT_SPACING };
 const mb_famopt_t mb_loaded_options[] = {
     {"delay", "D", 0, 0, 1000000000LL,
      "injection delay: pause iterations the load threads spin after every block "
@@ -55,77 +54,6 @@ const mb_famopt_t mb_loaded_options[] = {
      "to a page (as chase)", NULL},
     {NULL, NULL, 0, 0, 0, NULL, NULL},
 };
-
-/* ---------------------------------------------------- the load kernels */
-
-MB_KERNEL_FN void mb_kern_loaded_triad(double *restrict a, const double *restrict b,
-                                       const double *restrict c, double s, size_t n)
-{
-    for (size_t j = 0; j < n; j++)
-        a[j] = b[j] + s * c[j];
-}
-
-/* table rows: one pass over A->n elements; read is the mix family's r1w0
- * loop (mix.c, plain C in these variants: eight partial sums) */
-void mb_loaded_triad(mb_arrays_t *A)
-{
-    mb_kern_loaded_triad(A->v[0], A->v[1], A->v[2], LOADED_SCALAR, A->n);
-}
-
-void mb_loaded_read(mb_arrays_t *A)
-{
-    A->scalar = mb_mix_block(MB_MIX_R1W0, (double *const[]){A->v[0]}, A->n);
-}
-
-static inline void spin(long long d)
-{
-    for (long long i = 0; i < d; i++) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#else
-        __asm__ __volatile__("" ::: "memory");
-#endif
-    }
-}
-
-/* per load thread */
-typedef struct loader {
-    mb_mapping_t maps[4];
-    double *v[4];
-    double bytes_window;   /* bytes moved while the chaser was timed */
-    double secs_window;
-    long long passes;      /* whole passes completed */
-    double last_sum;       /* read: sum of the last whole pass */
-    size_t pos;            /* elements done in the pass it stopped in */
-    double part_sum;       /* read: sum of those */
-    char pad[64];
-} loader_t;
-
-enum { PH_START = 0, PH_WARM, PH_TIMED, PH_STOP };
-
-/* One op's run: the chase, the load threads, and what they share. */
-typedef struct loaded_op {
-    mb_run_ctx_t *ctx;
-    const mb_kernel_t *k;
-    int mix;               /* the mix.c loop it runs (read: r1w0), or -1: triad */
-    int sums;              /* read, r1w0: the load returns a sum */
-    int narr;              /* the loader's own arrays */
-    int nload;             /* load threads (1..nload) */
-    size_t n;              /* elements per loader array */
-    size_t block;          /* elements per block */
-    double elem_bytes;     /* bytes moved per element (STREAM counting) */
-    loader_t *L;
-    const mb_mapping_t *map; /* the chase: nl slots of `spacing` bytes at base */
-    char *base;
-    unsigned *order;       /* the cycle's visiting order */
-    size_t nl, line, spacing; /* line: the cache line (the loaders' blocks) */
-    double core_ghz;       /* the chasing CPU's measured clock */
-    double *secs, *sorted;
-    mb_chase_walks_t wk;
-    int phase;             /* written by the chaser, read by the loaders */
-    int ready;             /* loaders that first-touched their arrays, then that count */
-    double chase_t0, chase_t1;
-} loaded_op_t;
 
 /* Each loader's arrays, mapped with the policy (not first-touched: their
  * owner does that); allmaps gets them after the chase's own map. */
@@ -170,114 +98,6 @@ static void chaser(loaded_op_t *lo)
     lo->chase_t1 = mb_clock_seconds(CLOCK_MONOTONIC);
 }
 
-/* First touch by the owner: a = 0, b = 1 + j%8, c = 2 (triad); a = 1 + j%8
- * (read); mixes: mix.c's values (a = 1 + j%8). */
-static void loader_fill(const loaded_op_t *lo, loader_t *me)
-{
-    if (lo->mix >= 0)
-        mb_mix_fill(lo->mix, me->v, 0, lo->n);
-    for (size_t j = 0; j < lo->n && lo->mix < 0; j++) {
-        me->v[0][j] = 0.0;
-        me->v[1][j] = (double)(1 + j % 8);
-        me->v[2][j] = 2.0;
-    }
-}
-
-/* Threads 1..nload: first touch, then blocks of the op with the injection
- * delay after each, counting the bytes moved while the chaser is timed;
- * stops at the end of the block it is in when the chaser is done. */
-static void loader(loaded_op_t *lo, loader_t *me)
-{
-    size_t n = lo->n;
-    long long delay = lo->ctx->opt[OPT_DELAY];
-    loader_fill(lo, me);
-    __atomic_fetch_add(&lo->ready, 1, __ATOMIC_RELEASE); /* filled */
-    double bytes = 0, b0 = 0, t0 = 0;
-    int seen_timed = 0;
-    size_t j = 0;
-    double sum = 0;
-    while (me->secs_window == 0) {
-        size_t len = j + lo->block < n ? lo->block : n - j;
-        if (lo->mix >= 0) {
-            double *p[4] = {NULL, NULL, NULL, NULL};
-            for (int a = 0; a < lo->narr; a++)
-                p[a] = me->v[a] + j;
-            sum += mb_mix_block(lo->mix, p, len);
-        } else
-            mb_kern_loaded_triad(me->v[0] + j, me->v[1] + j, me->v[2] + j, LOADED_SCALAR, len);
-        bytes += (double)len * lo->elem_bytes;
-        j += len;
-        if (j == n) {
-            me->passes++;
-            me->last_sum = sum;
-            sum = 0;
-            j = 0;
-        }
-        spin(delay);
-        int ph = __atomic_load_n(&lo->phase, __ATOMIC_ACQUIRE);
-        if (ph >= PH_TIMED && !seen_timed) {
-            seen_timed = 1;
-            b0 = bytes;
-            t0 = mb_clock_seconds(CLOCK_MONOTONIC);
-            __atomic_fetch_add(&lo->ready, 1, __ATOMIC_RELEASE); /* counting: the chaser may time */
-        }
-        if (ph == PH_STOP && seen_timed) {
-            double dt = mb_clock_seconds(CLOCK_MONOTONIC) - t0;
-            me->secs_window = dt > 0 ? dt : 1e-9;
-            me->bytes_window = bytes - b0;
-        }
-    }
-    mb_mix_fence(lo->mix); /* non-temporal stores: visible before checked */
-    me->pos = j;
-    me->part_sum = sum;
-}
-
-/* The load threads' arithmetic after the run: elements written so far (all
- * after a whole pass, else those of the first pass) hold the op's result,
- * the others are untouched; sums are the exact expected sums.  Returns 1
- * when right, else 0 with why. */
-static int check_loaders(const loaded_op_t *lo, char *why, size_t len)
-{
-    const loader_t *L = lo->L;
-    size_t n = lo->n;
-    for (int l = 0; l < lo->nload; l++) {
-        size_t done = L[l].passes > 0 ? n : L[l].pos;
-        double prefix = 0, want_sum = 0;
-        for (size_t j = 0; j < n; j++) {
-            double v = (double)(1 + j % 8);
-            if (j < L[l].pos)
-                prefix += v;
-            want_sum += v;
-            if (lo->mix >= 0) {
-                for (int a = 0; a < lo->narr && !lo->sums; a++) {
-                    double want = mb_mix_expect(lo->mix, a, j, j < done);
-                    if (L[l].v[a][j] != want) {
-                        snprintf(why, len, "load thread %d: array %d of %s, element %zu = "
-                                 "%.17g, expected %.17g", l + 1, a, lo->k->op, j,
-                                 L[l].v[a][j], want);
-                        return 0;
-                    }
-                }
-                continue;
-            }
-            double want = j < done ? v + LOADED_SCALAR * 2.0 : 0.0;
-            if (L[l].v[0][j] != want || L[l].v[1][j] != v || L[l].v[2][j] != 2.0) {
-                snprintf(why, len, "load thread %d: a[%zu] = %.17g, expected %.17g", l + 1, j,
-                         L[l].v[0][j], want);
-                return 0;
-            }
-        }
-        if (lo->sums && ((L[l].passes > 0 && L[l].last_sum != want_sum) ||
-                         L[l].part_sum != prefix)) {
-            snprintf(why, len, "load thread %d: sum %.17g (%lld whole passes), partial sum "
-                     "%.17g over %zu elements, expected %.17g and %.17g", l + 1, L[l].last_sum,
-                     L[l].passes, L[l].part_sum, L[l].pos, want_sum, prefix);
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* Validation after the run (--test-corrupt breaks the cycle and one load
  * result first): the cycle again, the load arithmetic, every timed walk
  * closed.  Returns 1 when all hold; pt->reason says what did not. */
@@ -293,7 +113,7 @@ static int validate_run(loaded_op_t *lo, mb_point_t *pt)
     int ok = mb_chase_verify_order(lo->base, lo->nl, lo->spacing, lo->order, pt->reason,
                                    sizeof pt->reason);
     char lwhy[256] = "";
-    int lok = check_loaders(lo, lwhy, sizeof lwhy);
+    int lok = mb_loaded_check(lo, lwhy, sizeof lwhy);
     if (!lok) {
         size_t len = strlen(pt->reason);
         if (ok)
@@ -370,7 +190,7 @@ static void one_thread(void *arg, int t)
     if (t == 0)
         chaser(lo);
     else if (t <= lo->nload)
-        loader(lo, &lo->L[t - 1]);
+        mb_loaded_loader(lo, &lo->L[t - 1]);
 }
 
 static int one_op(loaded_op_t *lo)
