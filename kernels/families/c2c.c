@@ -83,6 +83,16 @@ typedef struct side {
     int bind_err, cpu_start, cpu_end, timeout, chase_bad;
 } __attribute__((aligned(128))) side_t; /* the two sides share no line */
 
+/* Every 2^20 spins a spinner asks this: the first call sets a deadline
+ * C2C_TIMEOUT_NS ahead, later ones say whether it has passed. */
+static int past_deadline(long long *deadline)
+{
+    long long now = mb_clock_ns(CLOCK_MONOTONIC);
+    if (!*deadline)
+        *deadline = now + C2C_TIMEOUT_NS;
+    return now > *deadline;
+}
+
 /* spin until *p == want (acquire); 1 on timeout */
 static int wait_eq(const uint64_t *p, uint64_t want)
 {
@@ -92,13 +102,8 @@ static int wait_eq(const uint64_t *p, uint64_t want)
          * line's arrival, and the hand-off is what is measured */
         if (__atomic_load_n(p, __ATOMIC_ACQUIRE) == want)
             return 0;
-        if ((spins & 0xFFFFF) == 0) {
-            long long now = mb_clock_ns(CLOCK_MONOTONIC);
-            if (!deadline)
-                deadline = now + C2C_TIMEOUT_NS;
-            else if (now > deadline)
-                return 1;
-        }
+        if ((spins & 0xFFFFF) == 0 && past_deadline(&deadline))
+            return 1;
     }
 }
 
@@ -110,13 +115,8 @@ static int cas_from(uint64_t *p, uint64_t from, uint64_t to)
         uint64_t expect = from;
         if (__atomic_compare_exchange_n(p, &expect, to, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             return 0;
-        if ((spins & 0xFFFFF) == 0) {
-            long long now = mb_clock_ns(CLOCK_MONOTONIC);
-            if (!deadline)
-                deadline = now + C2C_TIMEOUT_NS;
-            else if (now > deadline)
-                return 1;
-        }
+        if ((spins & 0xFFFFF) == 0 && past_deadline(&deadline))
+            return 1;
     }
 }
 
