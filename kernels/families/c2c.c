@@ -264,7 +264,7 @@ static void *side_main(void *arg)
     if (!s->bind_err) {
         /* A: its CPU's clock before and after (its partner waits untimed) */
         if (s->who == 0)
-            s->dist->ghz0 = mb_core_ghz_trials(3);
+            s->dist->ghz0 = mb_disturb_ghz();
         mb_disturb_thread_begin(s->dist, s->who);
         if (s->op == OP_CAS)
             run_cas(s);
@@ -274,7 +274,7 @@ static void *side_main(void *arg)
             run_clean(s);
         mb_disturb_thread_end(s->dist, s->who);
         if (s->who == 0)
-            s->dist->ghz1 = mb_core_ghz_trials(3);
+            s->dist->ghz1 = mb_disturb_ghz();
     }
     s->cpu_end = sched_getcpu();
     return NULL;

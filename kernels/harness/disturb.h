@@ -40,6 +40,10 @@ long long mb_thread_ivcsw(void);
  * ns (schedstat run_delay); -1 when the kernel does not say. */
 long long mb_thread_wait_ns(void);
 
+/* The calling CPU's core clock in GHz for the before/after comparison
+ * (NaN off x86-64): robust to a pause of the host's shorter than ~10 ms. */
+double mb_disturb_ghz(void);
+
 /* Before the region, in the caller (d zeroed before its first begin): nthreads measuring threads, the CPUs
  * they run on (steal summed over those), own = how many of the caller's
  * tasks are runnable at the snapshots (subtracted from procs_running).
