@@ -276,3 +276,18 @@ def test_clean_pairs_across_l3s_on_the_two_socket_smt_guest():
     (a, b), = sample["other_package"]
     assert cpus[a]["l3_id"] != cpus[b]["l3_id"]
     assert c2c_pairs.classify(cpus[a], cpus[b]) == "other_package"
+
+
+def test_the_class_table_says_how_many_samples_were_left_out_as_switched():
+    topo = synthetic()
+    sample = c2c_pairs.sample(topo, 1)
+    table = fake_records(topo, [p for v in sample.values() for p in v], lambda a, b: "x:0")
+    # records from before per-sample counting: not recorded, never "0 of"
+    assert all(row[7] == "not recorded" for row in c2c_summary.report_table(c2c_summary.class_table(table))["rows"])
+    counted = table.assign(samples=50, samples_switched=[i % 3 for i in range(len(table))])
+    classes = c2c_summary.class_table(counted)
+    first = classes.iloc[0]
+    mine = counted[(counted["op"] == first["op"]) & (counted["pair_class"] == first["pair_class"])]
+    assert first["samples_switched"] == mine["samples_switched"].sum() and first["samples"] == 50 * len(mine)
+    row = c2c_summary.report_table(classes)["rows"][0]
+    assert row[7] == f"{int(mine['samples_switched'].sum())} of {50 * len(mine)}"

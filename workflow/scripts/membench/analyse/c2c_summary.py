@@ -29,11 +29,12 @@ PLACE = [f"cpu_{side}_{key}" for side in "ab" for key in ("core", "l2", "l3", "p
 COLUMNS = [
     *GROUP, "pairs", "records", "handoff_ns_median", "handoff_ns_p10", "handoff_ns_p90",
     "sample_p10_ns_median", "sample_p90_ns_median", "n_failed", "n_skipped", "n_disturbed",
+    "samples", "samples_switched",
 ]  # fmt: skip
 # what the class and pair tables read from measurements.csv
 READ_COLUMNS = [
     *GROUP, "kernel", "status", "reason", "cpu_a", "cpu_b", "handoff_ns", "handoff_p10_ns", "handoff_p90_ns",
-    "pair_requested", "disturbed", *PLACE,
+    "pair_requested", "disturbed", "samples", "samples_switched", *PLACE,
 ]  # fmt: skip
 CLASS_ORDER = {name: i for i, name in enumerate(CLASSES)}
 
@@ -67,6 +68,9 @@ def class_table(table: pd.DataFrame) -> pd.DataFrame:
                 "n_failed": int((group["status"] == "failed").sum()),
                 "n_skipped": int((group["status"] == "skipped").sum()),
                 "n_disturbed": int(marked.sum()),
+                # the samples a thread was switched out in, left out of
+                # their records' statistics (handoff_basis "undisturbed")
+                **{key: _total(ok, key) for key in ("samples", "samples_switched")},
             }
         )
     out = pd.DataFrame(rows, columns=COLUMNS)
@@ -74,6 +78,14 @@ def class_table(table: pd.DataFrame) -> pd.DataFrame:
         return out
     order = out["pair_class"].map(lambda c: CLASS_ORDER.get(c, len(CLASSES)))
     return out.assign(_o=order).sort_values(["system", "experiment", "variant", "_o", "op"], kind="stable").drop(columns="_o")
+
+
+def _total(records: pd.DataFrame, key: str) -> float:
+    """A count summed over records; NaN when none of them recorded it."""
+    if key not in records:
+        return float("nan")
+    values = pd.to_numeric(records[key], errors="coerce")
+    return float(values.sum()) if values.notna().any() else float("nan")
 
 
 def pair_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -108,8 +120,10 @@ def report_table(classes: pd.DataFrame) -> dict | None:
             "–" if pd.isna(row.sample_p10_ns_median) else f"{row.sample_p10_ns_median:.1f} – {row.sample_p90_ns_median:.1f}"
         )
         label = [f"{row.system} {row.variant}"] if several else []
+        switched = getattr(row, "samples_switched", float("nan"))
+        switched = "not recorded" if pd.isna(switched) else f"{int(switched)} of {int(row.samples)}"
         rows.append([*label, row.pair_class, row.op, number(row.handoff_ns_median, 1), spread, samples,
-                     row.pairs, row.records, int(getattr(row, "n_disturbed", 0) or 0),
+                     row.pairs, row.records, switched, int(getattr(row, "n_disturbed", 0) or 0),
                      f"{row.n_failed} / {row.n_skipped}"])  # fmt: skip
     return {
         "title": "Cache-to-cache latency by locality class",
@@ -118,10 +132,12 @@ def report_table(classes: pd.DataFrame) -> dict | None:
             "records of the class (one record = one pair in one repetition, itself the median of its samples); "
             "spread = p10 – p90 across those records; within a record = the median p10 – p90 of its samples. "
             "Classes from topology.json: smt (SMT siblings), same_l2, same_l3, same_package (another L3), "
-            "other_package."
+            "other_package. Samples switched out: those in which either thread was switched out, left out "
+            "of their record's statistics; a record is disturbed (and left out) only when too few others remain."
         ),
         "columns": [*(["system, variant"] if several else []), "class", "op", "median ns", "p10 – p90 ns",
-                    "within a record", "pairs", "records", "disturbed (left out)", "failed / skipped"],  # fmt: skip
+                    "within a record", "pairs", "records", "samples switched out", "disturbed (left out)",
+                    "failed / skipped"],  # fmt: skip
         "rows": rows,
     }
 
