@@ -54,9 +54,12 @@ def test_a_wait_must_also_outlast_a_kernel_threads_turn():
     assert disturbance.verdict(chase)[0] is False
     # a neighbour taking half of that CPU: 20 ms of the same region
     assert disturbance.verdict({**chase, "disturb_nivcsw": [9], "disturb_wait_s": [0.0205]})[0] is True
-    # and a long region still needs only 1 %
-    long = {**QUIET, "disturb_timed_s": 3.0, "disturb_nivcsw": [40, 0], "disturb_wait_s": [0.04, 0.0]}
-    assert disturbance.verdict(long)[1] == ["switched out (waited 1.3 % of the region, 40 switches)"]
+    # a long region on every CPU: the machine's own work, 1.5 %, is no neighbour
+    long = {**QUIET, "disturb_timed_s": 1.6, "disturb_nivcsw": [18, 73], "disturb_wait_s": [0.0014, 0.0233]}
+    assert disturbance.verdict(long)[0] is False
+    # but 5 % is: 0.2 s of 3 s
+    long = {**QUIET, "disturb_timed_s": 3.0, "disturb_nivcsw": [40, 0], "disturb_wait_s": [0.2, 0.0]}
+    assert disturbance.verdict(long)[1] == ["switched out (waited 6.7 % of the region, 40 switches)"]
 
 
 def test_c2c_judges_per_sample_and_only_marks_a_median_taken_over_switched_samples():
