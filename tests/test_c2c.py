@@ -291,3 +291,27 @@ def test_the_class_table_says_how_many_samples_were_left_out_as_switched():
     assert first["samples_switched"] == mine["samples_switched"].sum() and first["samples"] == 50 * len(mine)
     row = c2c_summary.report_table(classes)["rows"][0]
     assert row[7] == f"{int(mine['samples_switched'].sum())} of {50 * len(mine)}"
+
+
+def test_one_pair_split_into_modes_is_said_unexplained_different_pairs_are_not():
+    topo = synthetic()
+    sample = c2c_pairs.sample(topo, 2)
+    table = fake_records(topo, [p for v in sample.values() for p in v], lambda a, b: "x:0")
+    # pairs of one class differing is the pairs: no flag
+    spread = table.copy()
+    first = spread["pair_class"] == "same_l3"
+    spread.loc[first, "handoff_ns"] *= (spread.loc[first, "cpu_b"] % 3 + 1).to_numpy()
+    assert c2c_summary.class_table(spread)["modes_unexplained"].isna().all()
+    # one pair's repetitions 5x apart (the guest's host moving its vCPUs):
+    # said in the class table and in the hierarchy row
+    (a, b) = sample["same_l3"][0]
+    split = table.copy()
+    one = (split["cpu_a"] == a) & (split["cpu_b"] == b) & (split["op"] == "two_line")
+    split = pd.concat([split, split[one].assign(handoff_ns=[250.0, 246.0])], ignore_index=True)
+    classes = c2c_summary.class_table(split)
+    said = classes.set_index(["op", "pair_class"]).loc[("two_line", "same_l3"), "modes_unexplained"]
+    assert said.startswith("40.5 ns x2, 248.0 ns x2 (pair ")
+    classes = pd.read_csv(pd.io.common.StringIO(classes.to_csv(index=False)))  # as the report reads it
+    row = c2c_summary.hierarchy_rows(classes)["s"]["c2c: modified in another core, same L3"]
+    assert "UNEXPLAINED: repetitions split into modes 40.5 ns x2, 248.0 ns x2" in row["derivation"]
+    assert any("modes, unexplained" in r[3] for r in c2c_summary.report_table(classes)["rows"])
