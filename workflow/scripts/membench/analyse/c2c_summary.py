@@ -152,7 +152,12 @@ def report_table(classes: pd.DataFrame) -> dict | None:
         )
         label = [f"{row.system} {row.variant}"] if several else []
         switched = getattr(row, "samples_switched", float("nan"))
-        switched = "not recorded" if pd.isna(switched) else f"{int(switched)} of {int(row.samples)}"
+        if not row.records:
+            switched = "–"
+        elif pd.isna(switched):
+            switched = "not recorded"
+        else:
+            switched = f"{int(switched)} of {int(row.samples)}"
         rows.append([*label, row.pair_class, row.op, number(row.handoff_ns_median, 1), spread, samples,
                      row.pairs, row.records, switched, int(getattr(row, "n_disturbed", 0) or 0),
                      f"{row.n_failed} / {row.n_skipped}"])  # fmt: skip
@@ -187,7 +192,8 @@ def _modes_said(modes) -> str:
     if not isinstance(modes, str) or not modes:
         return ""
     return (f"; UNEXPLAINED: repetitions split into modes {modes}, with no switch, steal or clock change "
-            "recorded (on a VM the host may have moved the vCPUs; the median mixes the modes)")
+            "recorded (on a VM the host may have moved the vCPUs; the median is in whichever mode most "
+            "repetitions caught)")
 
 
 def hierarchy_rows(classes: pd.DataFrame, op: str = "two_line") -> dict[str, dict[str, dict]]:
