@@ -2,6 +2,9 @@
 and that what was not recorded is never read as quiet."""
 
 import math
+from pathlib import Path
+
+import yaml
 
 from membench.core import disturbance, record_schema
 
@@ -84,3 +87,12 @@ def test_migration_steps_compose_from_every_older_version():
     assert v1["migrated_from"] == 1 and v1["schema"] == 3 and v1["disturb_steal_s"] is None
     placeholder = record_schema.migrate({"schema": 2, "kernel": "stream", "status": "failed"})
     assert "disturb_nivcsw" not in placeholder  # no harness ran: nothing to say
+
+
+def test_the_default_profile_keeps_snakemakes_solver_off_the_measuring_cpus():
+    """While a round measures, Snakemake picks jobs again every second; the
+    ILP scheduler forks its solver (cbc) each time, and on a 2-vCPU guest
+    that took 1.6-18 % of an all-CPU STREAM region (README, Disturbed
+    repetitions). The default profile picks greedily, in Snakemake's loop."""
+    profile = yaml.safe_load((Path(__file__).parents[1] / "profiles" / "default" / "config.yaml").read_text())
+    assert profile.get("scheduler") == "greedy"
