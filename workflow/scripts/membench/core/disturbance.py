@@ -20,22 +20,22 @@ repetition is *disturbed* when, during its timed region:
              one before by more than 10 % (dependent-add chain, cpu.c).
 
 The thresholds come from sittings on a 2-vCPU KVM guest (README,
-"Disturbed repetitions"). A pinned STREAM thread of a quiet minute waited
-0-0.04 % of its region; with a busy loop on its CPU 49.7-52.4 % (scheduler
-slices; 18-25 GB/s instead of 41), beside other people's test runs
-19-84 %. A cell on every CPU leaves the machine's own work (kernel
+"Disturbed repetitions"). A pinned STREAM thread of a quiet minute
+waited 0-0.04 % of its region; with a busy loop on its CPU 49.7-52.4 %
+(scheduler slices; 18-25 GB/s instead of 41), beside other people's test
+runs 19-84 %. A cell on every CPU leaves the machine's own work (kernel
 threads, Snakemake's loop) no free CPU: in quiet sittings its threads
-waited up to 2.2 % of a region over 0.1 s (a loaded-latency load thread
-22 ms of 1.5 s), hence 5 %, twice that. Regions under 60 ms lost up to
-14 % to single turns of kernel threads (a chase thread 6.7 ms of 48 ms;
-the longest turn traced was 3.99 ms, at HZ=250 one tick) with their
-results where the other repetitions put them, so a wait must also pass
-8 ms, two ticks, which a neighbour taking half the CPU passes in any
-region over 16 ms. Steal stayed at 0-1 tick a CPU in quiet sittings; the
-clock estimate within 4.0-4.4 GHz. Other
+waited up to 3.2 % of a region over 0.1 s (a loaded-latency load thread
+30 ms of 3.5 s), hence 5 %, a quarter of the least a neighbour took.
+Regions under 60 ms lost up to 14 % to single turns of kernel threads (a
+chase thread 6.7 ms of 48 ms; the longest turn traced was 3.99 ms, at
+HZ=250 one tick) with their results where the other repetitions put
+them, so a wait must also pass 8 ms, two ticks, which a neighbour taking
+half the CPU passes in any region over 16 ms. Steal stayed at 0-1 tick a
+CPU in quiet sittings; the clock estimate within 4.0-4.4 GHz. Other
 runnable tasks (disturb_others_running) are recorded and shown, never
-part of the rule: one that wanted a measuring CPU shows up as a wait; one
-elsewhere cannot be told from an idle loop by a count.
+part of the rule: one that wanted a measuring CPU shows up as a wait;
+one elsewhere cannot be told from an idle loop by a count.
 
 A record whose counters were not recorded (an older record, or a kernel
 without the per-thread count or the steal field) is "not recorded"
