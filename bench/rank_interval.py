@@ -46,6 +46,10 @@ from functools import lru_cache
 import numpy as np
 from scipy.stats import mannwhitneyu, norm
 
+# the verdict against the threshold is make compare's own (the caller puts
+# workflow/scripts on sys.path, as bench/verdict_options.py does)
+from membench.compare.verdicts import verdict
+
 EXACT_MAX_PAIRS = 2500  # n x m up to which U's null distribution is exact
 OUTER_MAX_PAIRS = 1_000_000  # above: order statistics by bisection, not by listing every pair
 NEEDED_CAP = 1_000_000
@@ -126,18 +130,6 @@ def hodges_lehmann(base_log: np.ndarray, new_log: np.ndarray, confidence: float)
     if k < 1:
         return estimate, -math.inf, math.inf
     return estimate, stats[2], stats[3]
-
-
-def verdict(low: float, high: float, higher_is_better: bool, threshold: float) -> str:
-    """worse | better | same | undecided from the ratio's interval."""
-    down, up = 1 - threshold, 1 + threshold
-    if high < down:
-        return "worse" if higher_is_better else "better"
-    if low > up:
-        return "better" if higher_is_better else "worse"
-    if low >= down and high <= up:
-        return "same"
-    return "undecided"
 
 
 def repetitions_needed(estimate: float, low: float, high: float, n: int, m: int, spread: float,

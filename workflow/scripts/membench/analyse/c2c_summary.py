@@ -16,6 +16,7 @@ repetitions), with where both CPUs sit: the heat map's data.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from membench.plan.c2c_pairs import CLASSES
@@ -32,11 +33,11 @@ COLUMNS = [
     "samples", "samples_switched", "modes_unexplained",
 ]  # fmt: skip
 # Repetitions of one pair whose hand-offs differ by this factor or more sit
-# in different modes: on a quiet 2-vCPU guest one pair read 21-27 ns in
-# some repetitions and 99-125 ns in others (cas; two_line 52-59 against
-# 246-260), core-to-core-latency beside it read the same two modes, and no
+# in different modes: on a quiet 2-vCPU guest one pair read 20-27 ns in
+# some repetitions and 114-125 ns in others (cas; two_line 51-59 against
+# 240-260), core-to-core-latency beside it read the same two modes, and no
 # switch, steal or clock change told them apart: the host had placed the
-# vCPUs elsewhere. Within a mode repetitions stayed within 1.3x.
+# vCPUs elsewhere. Within a mode repetitions stayed within 1.4x.
 MODE_GAP = 2.0
 # what the class and pair tables read from measurements.csv
 READ_COLUMNS = [
@@ -103,7 +104,7 @@ def _pair_modes(records: pd.DataFrame) -> str | None:
             continue
         bounds = [0, *cuts, len(values)]
         modes = [values[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
-        text = ", ".join(f"{float(pd.Series(m).median()):.1f} ns x{len(m)}" for m in modes)
+        text = ", ".join(f"{float(np.median(m)):.1f} ns x{len(m)}" for m in modes)
         said.append(f"{text} (pair {int(a)}-{int(b)})")
     return "; ".join(said) if said else None
 
