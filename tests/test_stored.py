@@ -162,11 +162,20 @@ def test_all_problems_at_once_and_bounded(study):
         Path(path).write_bytes(b"")
     message = collect_error(work, paths, expected)
     assert message.startswith(f"{len(paths)} problem(s) in {len(paths)} stored repetition file(s):")
+    assert len([row for row in message.splitlines() if "empty file" in row]) == len(paths) < stored.MAX_SHOWN
+    # past MAX_SHOWN through the same collect: 2 x 3 cells x 10 repetitions, every file emptied
+    many = work / "many"
+    many.mkdir()
+    _, system = synthetic_runs.write_affinity_study(many, "aff", [1, 4], repeats=10, machine="2x4x2")
+    config = yaml.safe_load((many / "config.yaml").read_text())
+    _, cells = checks.load(config, REPO / "workflow" / "schemas" / "config.schema.yaml", expected.table)
+    many_paths = sorted(str(p) for p in system.glob("runs/**/r*.jsonl"))
+    for path in many_paths:
+        Path(path).write_bytes(b"")
+    message = collect_error(many, many_paths, stored.Expected(cells, expected.table))
+    assert message.startswith("60 problem(s) in 60 stored repetition file(s):"), message[:200]
     shown = [row for row in message.splitlines() if "empty file" in row]
-    if len(paths) > stored.MAX_SHOWN:
-        assert len(shown) == stored.MAX_SHOWN and f"... and {len(paths) - stored.MAX_SHOWN} more" in message
-    else:
-        assert len(shown) == len(paths)
+    assert len(shown) == stored.MAX_SHOWN == 50 and "  ... and 10 more" in message.splitlines()
 
 
 def test_more_than_fifty_problems_end_with_a_count(tmp_path):
