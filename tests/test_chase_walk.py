@@ -105,16 +105,24 @@ def test_c_statistic_matches_the_python_reader(driver):
 
 def test_a_fast_region_does_not_pull_the_statistic(driver):
     """The best chunk reads the fast region (about 80 ns); the
-    stretch-min-mean stays within 0.5 % of the whole working set's true
-    98 ns although 30 % of the chunks were disturbed."""
-    rng = np.random.default_rng(20)
-    secs, truth = synthetic(rng)
-    smm, _, _, _ = in_c(driver, secs, 1_000_003)
-    alt = chase_stats.alternatives(record(secs, 1_000_003))
-    assert truth == pytest.approx(98.0, rel=1e-3)
-    assert smm == pytest.approx(truth, rel=0.005)
-    assert alt["best-chunk"] < 0.82 * truth
-    # the median chunk and the mean walk keep the disturbances
-    assert alt["median-chunk"] > 1.005 * truth and alt["mean-walk"] > 1.03 * truth
-    # the statistic never reads above the best walk (a sum of minima)
-    assert smm <= alt["best-walk"] + 1e-9
+    stretch-min-mean stays near the whole working set's true 98 ns although
+    30 % of the chunks were disturbed. A stretch whose every walk was hit
+    (0.3^4 a stretch) keeps some of it, so the bound is a rate over 200
+    seeds: within 0.5 % in at least 95 % of them (98 % measured over 1000),
+    never below the truth (disturbances only add time), never past 1.5 %."""
+    errors = []
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        secs, truth = synthetic(rng)
+        smm, _, _, _ = in_c(driver, secs, 1_000_003)
+        errors.append(smm / truth - 1)
+        assert truth == pytest.approx(98.0, rel=1e-3)
+        alt = chase_stats.alternatives(record(secs, 1_000_003))
+        assert alt["best-chunk"] < 0.82 * truth, seed
+        # the median chunk and the mean walk keep the disturbances
+        assert alt["median-chunk"] > 1.005 * truth and alt["mean-walk"] > 1.03 * truth, seed
+        # the statistic never reads above the best walk (a sum of minima)
+        assert smm <= alt["best-walk"] + 1e-9, seed
+    errors = np.array(errors)
+    assert errors.min() >= -1e-12 and errors.max() < 0.015, (errors.min(), errors.max())
+    assert (errors <= 0.005).mean() >= 0.95, sorted(errors)[-12:]
