@@ -96,3 +96,19 @@ def test_the_default_profile_keeps_snakemakes_solver_off_the_measuring_cpus():
     repetitions). The default profile picks greedily, in Snakemake's loop."""
     profile = yaml.safe_load((Path(__file__).parents[1] / "profiles" / "default" / "config.yaml").read_text())
     assert profile.get("scheduler") == "greedy"
+
+
+def test_each_threshold_is_pinned_on_both_sides_of_its_edge():
+    """Just under an edge is quiet, just over it disturbed: the 5 % wait (a
+    1 s region, where the 8 ms floor is far below), the 8 ms floor (a 0.1 s
+    region, where 5 % is 5 ms), 1 % of steal past one tick, a 10 % clock."""
+    def waited(timed, wait):
+        return disturbance.verdict({**QUIET, "disturb_timed_s": timed, "disturb_nivcsw": [3], "disturb_wait_s": [wait]})[0]
+
+    assert (waited(1.0, 0.0499), waited(1.0, 0.0501)) == (False, True)
+    assert (waited(0.1, 0.0079), waited(0.1, 0.0081)) == (False, True)
+    # steal over 1 s on one CPU: one 10 ms tick is rounding, then 1 % of the region
+    steal = lambda s: disturbance.verdict({**QUIET, "disturb_timed_s": 1.0, "disturb_steal_s": s})[0]  # noqa: E731
+    assert (steal(0.0199), steal(0.0201)) == (False, True)
+    clock = lambda after: disturbance.verdict({**QUIET, "disturb_core_ghz": [4.0, after]})[0]  # noqa: E731
+    assert (clock(4.399), clock(4.401), clock(3.601), clock(3.599)) == (False, True, False, True)
