@@ -9,9 +9,12 @@ from `dmidecode -t memory`, membench.probe.dmidecode). Neither: the peak is
 unknown, and no line is drawn nor share invented.
 
 The rule of a cell's peak: local and interleaved traffic against the memory
-peak of the NUMA nodes holding its pages (the system's peak split evenly
-over its nodes with CPUs, times the nodes holding at least 5 % of the
-sampled pages, in the median run); remote traffic against the interconnect
+peak of the NUMA nodes holding its pages, which is bound by the node that
+carries the largest share: with the system's peak split evenly over its
+nodes with CPUs, node_gbps / share of that node (the minimum over nodes of
+node_gbps_i / share_i), in the median run. Pages split 94/6 over two nodes
+give node_gbps / 0.94, not two nodes' peak: node 0 carries 94 % of the
+traffic and saturates first. Remote traffic against the interconnect
 (links x GB/s per link and direction) when the config gives it, else the
 memory peak of the pages' nodes. The traffic compared is what the memory
 moved: GB/s with write-allocate reads where the kernel has them.
@@ -28,7 +31,7 @@ from membench.analyse.caches import past_caches
 from membench.analyse.concurrency import placement_class
 from membench.plan import families
 
-PAGE_SHARE = 0.05  # a node holds a cell's pages from this share of the sample on
+PAGE_SHARE = 0.05  # a node holds a cell's pages from this share of the sample on (said beside the bound)
 
 
 def _cpu_nodes(topology: dict) -> int:
@@ -92,9 +95,32 @@ def nodes_holding_pages(page_nodes: pd.Series) -> float:
     return float(pd.Series(counts).median()) if counts else math.nan
 
 
+def page_node_bound(page_nodes: pd.Series) -> float:
+    """The median over runs of 1 / the largest node's share of the sampled
+    pages: how many nodes' worth of memory peak the traffic can draw on
+    before its busiest node saturates (1 for one node, 2 for an even split
+    over two, 1.06 for 94/6). NaN when no run sampled its pages."""
+    bounds = []
+    for value in page_nodes.dropna():
+        shares = json.loads(value) if isinstance(value, str) else value
+        total = sum(float(v) for v in shares.values()) if isinstance(shares, dict) else 0.0
+        if total > 0:
+            bounds.append(total / max(float(v) for v in shares.values()))
+    return float(pd.Series(bounds).median()) if bounds else math.nan
+
+
 def _traffic(cells: pd.DataFrame, stat: str) -> pd.Series:
     wa = cells.get(f"gbps_wa_{stat}", pd.Series(math.nan, index=cells.index))
     return wa.where(wa.notna(), cells[f"gbps_{stat}"])
+
+
+def _nodes_said(used: int, bound: float, nodes: int) -> str:
+    """"1 of 2 nodes", or for an uneven split "2 of 2 nodes hold pages, the
+    busiest 94 %: bound 1.06 nodes' peak"."""
+    plural = "s" * (nodes != 1)
+    if abs(bound - round(bound)) < 0.01 and round(bound) == used:
+        return f"{used} of {nodes} node{plural}"
+    return f"{used} of {nodes} node{plural} hold pages, the busiest {100 / bound:.0f} %: bound {bound:.2f} nodes' peak"
 
 
 def cell_shares(cells: pd.DataFrame, peaks: dict[str, dict]) -> pd.DataFrame:
@@ -110,16 +136,20 @@ def cell_shares(cells: pd.DataFrame, peaks: dict[str, dict]) -> pd.DataFrame:
         if not peak or not peak["known"]:
             continue
         used = row.get("page_nodes_used", math.nan)
+        bound = row.get("page_node_bound", math.nan)
         if pd.isna(used):
             if peak["nodes"] != 1:
                 continue  # which nodes' memory served the cell is not recorded
             used = 1
         used = int(min(max(used, 1), peak["nodes"]))
+        if pd.isna(bound):
+            bound = used  # stored summaries from before the bound: the node count
+        bound = min(max(float(bound), 1.0), float(peak["nodes"]))
         if placement_class(str(row["policy_requested"])) == "remote" and peak["interconnect_gbps"]:
             rows.append((index, peak["interconnect_gbps"], f"interconnect, {peak['interconnect']}"))
         else:
             kind = "memory" if placement_class(str(row["policy_requested"])) != "remote" else "memory (interconnect not stated)"
-            rows.append((index, peak["node_gbps"] * used, f"{kind}, {used} of {peak['nodes']} node{'s' * (peak['nodes'] != 1)}"))
+            rows.append((index, peak["node_gbps"] * bound, f"{kind}, {_nodes_said(used, bound, peak['nodes'])}"))
     if not rows:
         return bandwidth.iloc[0:0].assign(peak_gbps=[], peak_of=[], traffic_gbps=[], peak_share=[], peak_share_best=[])
     index, values, names = zip(*rows)

@@ -7,7 +7,7 @@ import pandas as pd
 
 from membench.analyse.caches import cell_cache_columns
 from membench.core import disturbance
-from membench.analyse.peak import nodes_holding_pages
+from membench.analyse.peak import nodes_holding_pages, page_node_bound
 from membench.store.placement_classes import placement_summary, placement_words
 
 # A cell as requested, plus what the host resolved it to.
@@ -126,7 +126,9 @@ def disturbance_counts(ok: pd.DataFrame) -> dict:
 
 def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (cell, op[, working set]), in the order the records come
-    (config order, then the kernel's op order): repetitions by status, and
+    (the cells' canonical order, which collect gives measurements.csv
+    however the run was built, then the kernel's op order): repetitions by
+    status, and
     the distributions of the ok ones: bandwidth (GB/s = 1e9 B/s) and, for
     latency kernels, ns per load. The distributions are over the ok
     repetitions the disturbed rule does not mark (n_used); n_disturbed says
@@ -171,7 +173,8 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
         if "node_name" in ok:
             row["nodes_obtained"] = _pattern_counts(ok["node_name"])
         if "page_nodes" in ok:
-            row["page_nodes_used"] = nodes_holding_pages(ok["page_nodes"])  # the peak a cell is held against
+            row["page_nodes_used"] = nodes_holding_pages(ok["page_nodes"])
+            row["page_node_bound"] = page_node_bound(ok["page_nodes"])  # the peak a cell is held against
         if "placement_problems" in ok:
             flagged = ok["placement_problems"].dropna()
             row.update(placement_mismatches=len(flagged), placement_notes=_pattern_counts(flagged) or None)
