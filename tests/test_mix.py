@@ -200,15 +200,19 @@ def test_loaded_little_law_at_each_point():
     rows = [
         dict(system="sys", experiment="lat", cell=f"lat/{op}/{d}", kernel="loaded", variant="default", op=op, threads=3,
              affinity="close", policy_requested="default", pages="4k", size_requested=2**29, chase_group_requested=262144,
-             load_delay_requested=d, n_ok=2, gbps_mean=g, gbps_median=g, gbps_wa_median=wa, ns_median=ns)
-        for op, d, g, wa, ns in (("r1w1", 0, 10.0, 15.0, 128.0), ("r1w1", 50, 4.0, 6.0, 96.0), ("r2w1nt", 0, 12.0, 12.0, 150.0))
+             load_delay_requested=d, n_ok=2, gbps_mean=g, gbps_median=g, gbps_wa_median=wa, gbps_read_median=reads,
+             ns_median=ns)
+        # r1w1: 8 B read + 8 B write-allocate read of 24 B of traffic; r2w1nt: 16 of 24 B read, no write-allocate
+        for op, d, g, wa, reads, ns in (("r1w1", 0, 10.0, 15.0, 10.0, 128.0), ("r1w1", 50, 4.0, 6.0, 4.0, 96.0),
+                                        ("r2w1nt", 0, 12.0, 12.0, 8.0, 150.0))
     ]  # fmt: skip
     table = loaded_little_table(pd.DataFrame(rows), {"sys": 64})
     by = {(r[0], r[3]): dict(zip(table["columns"], r)) for r in table["rows"]}
     point = by[("r1w1", "0")]
-    assert point["traffic GB/s"] == "15.00" and point["bytes in flight"] == "1920"
-    assert point["lines in flight"] == "30.0" and point["lines / load thread"] == "15.0"
-    assert by[("r2w1nt", "0")]["lines in flight"] == f"{12.0 * 150.0 / 64:.1f}"
+    # Little's law by read traffic (issue 38): the write-backs wait no latency
+    assert point["read traffic GB/s"] == "10.00" and point["bytes in flight"] == "1280"
+    assert point["lines in flight"] == "20.0" and point["lines / load thread"] == "10.0"
+    assert by[("r2w1nt", "0")]["lines in flight"] == f"{8.0 * 150.0 / 64:.1f}"
     assert len(table["rows"]) == 3
 
 

@@ -22,6 +22,22 @@ from membench.plan import families
 LATENCY_KERNEL, LATENCY_OP = families.idle_latency()
 
 
+def read_traffic(row, stat: str = "mean") -> float:
+    """The traffic Little's law counts, for a bandwidth or loaded cell: the
+    GB/s memory read (the kernel's reads plus its write-allocate reads,
+    membench.analyse.stats.traffic_split), at `stat` over repetitions. The
+    write-backs are posted and wait no latency, so they are not counted;
+    NaN where reads were not told from writes."""
+    value = row.get(f"gbps_read_{stat}", math.nan) if hasattr(row, "get") else getattr(row, f"gbps_read_{stat}", math.nan)
+    return math.nan if value is None or pd.isna(value) else float(value)
+
+
+def lines_in_flight(read_gbps: float, ns: float, line_bytes: int) -> float:
+    """Little's law, the one rule of every table: read GB/s x ns = bytes in
+    flight (1e9 B/s x 1e-9 s), / line size = cache lines in flight."""
+    return read_gbps * ns / line_bytes
+
+
 def placement_class(policy: str) -> str:
     """The placement a latency must share with a bandwidth cell: first touch
     and local are "local"; remote and interleave are themselves; an explicit
@@ -243,7 +259,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int], llc_b
     rows = []
     for row in bandwidth.itertuples():
         placement = placement_key(row.policy_requested, row.affinity)
-        traffic = getattr(row, "gbps_read_mean", math.nan)
+        traffic = read_traffic(row)
         latency = _match(latencies, row.system, placement, row.pages)
         out = {
             "system": row.system,
@@ -275,7 +291,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int], llc_b
             )
         else:
             in_flight = traffic * latency["ns"]  # 1e9 B/s x 1e-9 s = bytes
-            lines = in_flight / line_bytes[row.system]
+            lines = lines_in_flight(traffic, latency["ns"], line_bytes[row.system])
             out.update(
                 latency_ns=latency["ns"],
                 bytes_in_flight=in_flight,
@@ -290,7 +306,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int], llc_b
         else:
             out.update(
                 loaded_latency_ns=under_load["ns"],
-                lines_in_flight_loaded=traffic * under_load["ns"] / line_bytes[row.system],
+                lines_in_flight_loaded=lines_in_flight(traffic, under_load["ns"], line_bytes[row.system]),
                 loaded_latency_source=(
                     f"loaded chase, heaviest load by read traffic, {under_load['pages']} pages, {locality_text(under_load['group'])}, "
                     f"{spacing_text(under_load['spacing'])} "

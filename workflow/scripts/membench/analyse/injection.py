@@ -7,8 +7,10 @@
   under the table, with whether the beat lies beyond the spread of both; it is
   never averaged into anything.
 - The loaded-latency curve with Little's law at each point: per load op (a mix
-  or triad/read) and injection delay, the load threads' memory traffic x the
-  chasing thread's latency = lines in flight.
+  or triad/read) and injection delay, the load threads' read traffic x the
+  chasing thread's latency = lines in flight (the rule of
+  membench.analyse.concurrency: reads and write-allocate reads wait, the
+  posted write-backs do not).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import math
 
 import pandas as pd
 
-from membench.analyse.concurrency import placement_class
+from membench.analyse.concurrency import lines_in_flight, placement_class, read_traffic
 from membench.analyse.stats import add_series
 from membench.core.text import number
 from membench.plan import families
@@ -106,35 +108,36 @@ def injection_table(cells: pd.DataFrame) -> dict | None:
 
 def loaded_little_table(cells: pd.DataFrame, line_bytes: dict[str, int]) -> dict | None:
     """One row per point of the loaded-latency curves: the load threads'
-    GB/s (STREAM count and memory traffic), the chasing thread's latency
-    (median over repetitions) and Little's law with both: traffic x latency
-    = bytes and cache lines in flight, per load thread."""
+    GB/s (STREAM count and read traffic), the chasing thread's latency
+    (median over repetitions) and Little's law by the one rule of
+    membench.analyse.concurrency: read traffic x latency = bytes and cache
+    lines in flight, per load thread."""
     ok = cells[cells["kernel"].isin(families.named(lambda f: f.metric == families.LOADED)) & (cells["n_ok"] > 0)]
     if ok.empty:
         return None
     ok = add_series(ok, ["system", "variant", "affinity", "policy_requested", "pages", "size_requested", "chase_group_requested"])
     several = ok["series"].nunique() > 1
     rows = []
-    for row in ok.sort_values(["series", "op", "threads", "gbps_mean"], kind="stable").itertuples():
-        wa = getattr(row, "gbps_wa_median", math.nan)
-        traffic = row.gbps_median if wa is None or math.isnan(wa) else wa
-        ns = row.ns_median
-        lines = traffic * ns / line_bytes[row.system] if row.system in line_bytes else math.nan
-        loaders = max(1, int(row.threads) - 1)
+    for _, row in ok.sort_values(["series", "op", "threads", "gbps_mean"], kind="stable").iterrows():
+        reads, ns = read_traffic(row, "median"), row["ns_median"]
+        lines = lines_in_flight(reads, ns, line_bytes[row["system"]]) if row["system"] in line_bytes else math.nan
+        loaders = max(1, int(row["threads"]) - 1)
         rows.append(
-            [*([row.series] if several else []), row.op, MIXES.get(row.op, row.op), str(row.threads), str(row.load_delay_requested),
-             number(row.gbps_median, 2), number(traffic, 2), number(ns, 1), number(traffic * ns, 0), number(lines, 1), number(lines / loaders, 1)]
+            [*([row["series"]] if several else []), row["op"], MIXES.get(row["op"], row["op"]), str(row["threads"]),
+             str(row["load_delay_requested"]), number(row["gbps_median"], 2), number(reads, 2), number(ns, 1),
+             number(reads * ns, 0), number(lines, 1), number(lines / loaders, 1)]
         )  # fmt: skip
     return {
         "title": "Loaded latency per load mix, with Little's law at each point",
         "note": (
             "Each row is one point of a latency-versus-bandwidth curve (one curve per load op): the load threads' "
-            "GB/s (STREAM count, then memory traffic with write-allocate reads), the chasing thread's latency "
-            "(median over repetitions) and Little's law: traffic × latency = bytes in flight, / line size = cache "
-            "lines in flight, and per load thread. The latency is the chaser's under that same load, the best "
-            "estimate of what the load threads' own misses wait."
+            "GB/s (STREAM count, then read traffic: the kernel's reads plus write-allocate reads), the chasing "
+            "thread's latency (median over repetitions) and Little's law: read traffic × latency = bytes in "
+            "flight, / line size = cache lines in flight, and per load thread. The write-backs are posted and "
+            "wait no latency, so they are not counted (the same rule as the effective concurrency). The latency "
+            "is the chaser's under that same load, the best estimate of what the load threads' own misses wait."
         ),
-        "columns": [*(["series"] if several else []), "load op", "mix", "threads", "delay", "GB/s", "traffic GB/s",
+        "columns": [*(["series"] if several else []), "load op", "mix", "threads", "delay", "GB/s", "read traffic GB/s",
                     "loaded ns", "bytes in flight", "lines in flight", "lines / load thread"],  # fmt: skip
         "rows": rows,
     }
