@@ -50,7 +50,8 @@ def test_a_cell_is_in_cache_when_its_arrays_fit_that_llc():
         run("one-l3", 16 * MiB, [0, 1], 50.0),  # 48 MiB over one L3's 32 MiB
         run("big", 256 * MiB, [0, 1], 30.0),
     ])).set_index("cell")  # fmt: skip
-    assert list(cells["cache"]) == [caches.IN_CACHE, caches.IN_CACHE, caches.PAST_CACHES, caches.PAST_CACHES]
+    # 48 MiB over one 32 MiB L3 is 1.5 x: near the caches, short of the 4 x that is past them (issue 38)
+    assert list(cells["cache"]) == [caches.IN_CACHE, caches.IN_CACHE, caches.NEAR_CACHES, caches.PAST_CACHES]
     assert cells.loc["small", "footprint_bytes"] == 24 * MiB and cells.loc["spread", "llc_usable_bytes"] == 64 * MiB
     assert caches.cache_fit(math.nan, 1.0) is None and caches.cache_fit(1.0, math.nan) is None
 
@@ -64,7 +65,7 @@ def test_in_cache_cells_feed_no_headline_and_carry_their_mark():
     marked = caches.mark_in_cache(cells).set_index("cell")["size_requested"]
     assert marked["small"] == f"{8 * MiB} ◇ in cache" and marked["auto"] == 256 * MiB
     note = caches.note(cells)
-    assert note.startswith("2 cells fit in the last-level cache") and "left out of the first screen" in note
+    assert note.startswith("2 cells are short of 4 × the last-level cache") and "left out of the first screen" in note
 
 
 def test_latency_kernels_and_unknown_caches_are_not_judged():
@@ -73,3 +74,16 @@ def test_latency_kernels_and_unknown_caches_are_not_judged():
     no_topology = stats.summarise_cells(collect.records_table([run("x", 8 * MiB, [0], 1.0)]))
     assert no_topology["cache"].isna().all()
     assert not caches.in_cache(pd.DataFrame({"x": [1]})).any()
+
+
+def test_a_cell_at_twice_the_llc_feeds_no_headline():
+    """Issue 38: past the caches starts at 4 x the usable LLC (STREAM's
+    rule, size: auto's), not 1 x: a cell at 2 x still has lines that hit."""
+    cells = stats.summarise_cells(table([
+        run("twice", 22 * MiB, [0, 1], 90.0),  # 66 MiB of arrays over one 32 MiB L3: about 2 x
+        run("four", 44 * MiB, [0, 1], 40.0),  # 132 MiB, past 4 x: past the caches
+    ])).set_index("cell")  # fmt: skip
+    assert cells.loc["twice", "cache"] == caches.NEAR_CACHES and cells.loc["four", "cache"] == caches.PAST_CACHES
+    assert list(caches.past_caches(cells).index) == ["four"]
+    assert caches.mark_in_cache(cells.reset_index()).set_index("cell").loc["twice", "size_requested"].endswith("◇ near the caches")
+    assert caches.cache_fit(2.0, 1.0) == caches.NEAR_CACHES and caches.cache_fit(4.0, 1.0) == caches.PAST_CACHES

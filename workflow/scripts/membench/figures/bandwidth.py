@@ -65,8 +65,8 @@ def size_svg(cells: pd.DataFrame, name: str, peaks: list[tuple[float, str]] = ()
         line = ax.errorbar(part["size_bytes"], part["gbps_mean"], yerr=part["gbps_std"].fillna(0), marker="o", ms=4, capsize=3, label=curve)
         ax.fill_between(part["size_bytes"], part["gbps_min"], part["gbps_max"], color=line[0].get_color(), alpha=0.15, lw=0)
         inside = part[in_cache(part)]
-        for x, y in zip(inside["size_bytes"], inside["gbps_mean"]):  # a cache, not memory: said at the point
-            ax.annotate(f"{MARK} {IN_CACHE}", (x, y), textcoords="offset points", xytext=(4, 6), fontsize="small")
+        for x, y, where in zip(inside["size_bytes"], inside["gbps_mean"], inside["cache"]):  # a cache, not memory: said at the point
+            ax.annotate(f"{MARK} {where}", (x, y), textcoords="offset points", xytext=(4, 6), fontsize="small")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("bytes per array (log scale)")
     ax.set_ylabel(GBPS_LABEL)
