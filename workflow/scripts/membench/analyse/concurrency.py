@@ -69,6 +69,50 @@ LATENCY_COLUMNS = ["system", "placement", "pages", "group", "spacing", "ns", "ns
 # An idle latency counts as memory when its touched lines are past this
 # many times the LLC (membench.analyse.hierarchy.LLC_REACH: the same rule).
 LLC_REACH = 8
+
+
+def memory_latency(lines: pd.Series, ns: pd.Series, llc_bytes: int | None) -> dict | None:
+    """The memory latency of one sweep, the one rule of the hierarchy's
+    memory row and of the idle latency: the median of the sweep points whose
+    touched lines (bytes) are at or past LLC_REACH x the LLC; with where they
+    lie. None when the LLC is unknown or no point is that far.
+
+    How far from the truth: a cache holds at most its capacity of a random
+    chase's lines, whatever its associativity or replacement, so at
+    LLC_REACH x the LLC at most 1 / LLC_REACH of the loads hit in it, and the
+    median reads low by at most (memory - LLC latency) / LLC_REACH; a cyclic
+    chase under LRU-like replacement hits less still."""
+    if not llc_bytes:
+        return None
+    lines, ns = pd.Series(lines).reset_index(drop=True).astype(float), pd.Series(ns).reset_index(drop=True).astype(float)
+    far = (lines >= LLC_REACH * llc_bytes) & ns.notna()
+    if not far.any():
+        return None
+    return {
+        "ns": float(ns[far].median()),
+        "points": int(far.sum()),
+        "first_bytes": int(lines[far].min()),
+        "last_bytes": int(lines[far].max()),
+        "ns_low": float(ns[far].min()),
+        "ns_high": float(ns[far].max()),
+        "positions": list(lines.index[far]),
+    }
+
+
+def memory_latency_text(found: dict, llc_bytes: int, llc_ns: float | None = None) -> str:
+    """How a memory latency by memory_latency was found, and how far low it
+    can read."""
+    where = size_text(found["first_bytes"]) + (
+        f"–{size_text(found['last_bytes'])}" if found["last_bytes"] != found["first_bytes"] else ""
+    )
+    text = (
+        f"median of {found['points']} sweep point{'s' * (found['points'] != 1)} at or past {LLC_REACH} × the LLC "
+        f"({where} of lines, {found['ns_low']:.1f}–{found['ns_high']:.1f} ns; LLC {size_text(llc_bytes)}): at most "
+        f"1/{found['first_bytes'] / llc_bytes:.0f} of the loads can hit in the LLC, whatever its associativity"
+    )
+    if llc_ns is not None and llc_ns < found["ns"]:
+        text += f", so at most {(found['ns'] - llc_ns) * llc_bytes / found['first_bytes']:.1f} ns low"
+    return text
 DEFAULT_SPACING_TEXT = "256 B"
 
 
@@ -181,7 +225,9 @@ def idle_source(latency: pd.Series) -> str:
     where = f"{latency['placement']}, {size_text(latency['working_set_bytes'])}"
     spacing = spacing_text(latency.get("spacing", "spacing not recorded"))
     flag = latency.get("flag")
-    return f"idle chase, {latency['pages']} pages, {locality_text(latency['group'])}, {spacing}, {where}" + (f" {flag}" if isinstance(flag, str) else "")
+    rule = latency.get("rule")
+    rule = f" ({rule})" if isinstance(rule, str) and rule != "largest working set" else ""
+    return f"idle chase, {latency['pages']} pages, {locality_text(latency['group'])}, {spacing}, {where}{rule}" + (f" {flag}" if isinstance(flag, str) else "")
 
 
 def idle_latencies(cells: pd.DataFrame, llc_bytes: dict[str, int] | None = None, line_bytes: dict[str, int] | None = None) -> pd.DataFrame:
@@ -199,9 +245,38 @@ def idle_latencies(cells: pd.DataFrame, llc_bytes: dict[str, int] | None = None,
         overall = chase.groupby(_keys(chase))["working_set_bytes"].transform("max")
         chase = _prefer_default_spacing(_prefer_default_group(chase[chase["working_set_bytes"] * DRAM_REACH >= overall]))
     latencies = _one_per_placement(chase, "idxmax", "working_set_bytes", "working_set_bytes")
+    if not latencies.empty:
+        latencies = _past_llc_medians(latencies, cells, llc_bytes or {}, line_bytes or {})
     latencies["flag"] = [
         reach_flag(row, (llc_bytes or {}).get(row["system"]), (line_bytes or {}).get(row["system"], 64)) for _, row in latencies.iterrows()
     ]  # an idle latency not past 8 x LLC is flagged wherever it is used
+    return latencies
+
+
+def _past_llc_medians(latencies: pd.DataFrame, cells: pd.DataFrame, llc_bytes: dict, line_bytes: dict) -> pd.DataFrame:
+    """Each idle latency as memory_latency has it where its sweep (the same
+    system, placement, pages, group and spacing) reaches LLC_REACH x the
+    LLC: the median over those points, min-max and runs over them too, so
+    it is the hierarchy's memory row; else the largest point, flagged."""
+    chase = _with_group(cells[(cells["kernel"] == LATENCY_KERNEL) & (cells["op"] == LATENCY_OP) & (cells["n_ok"] > 0)])
+    chase = chase[chase["ns_median"].notna()].assign(placement=_placements(chase))
+    latencies = latencies.assign(points=1, rule="largest working set")
+    for i, latency in latencies.iterrows():
+        llc = llc_bytes.get(latency["system"])
+        same = chase[(chase["system"] == latency["system"]) & (chase["placement"] == latency["placement"])
+                     & (chase["pages"] == latency["pages"]) & (chase["group"] == latency["group"])
+                     & (chase["spacing"] == latency["spacing"])]  # fmt: skip
+        lines = same["working_set_bytes"].map(lambda ws: touched_lines(ws, latency["spacing"], line_bytes.get(latency["system"], 64)))
+        curve = pd.DataFrame({"lines": lines, "ns": same["ns_median"], "low": same["ns_min"], "high": same["ns_max"],
+                              "runs": same["n_ok"]}).groupby("lines").median()  # fmt: skip
+        found = memory_latency(pd.Series(curve.index), curve["ns"], llc)
+        if found is None:
+            continue
+        far = curve.iloc[found["positions"]]
+        latencies.loc[i, ["ns", "ns_min", "ns_max", "runs", "points"]] = [
+            found["ns"], far["low"].min(), far["high"].max(), int(far["runs"].sum()), found["points"]
+        ]
+        latencies.loc[i, "rule"] = memory_latency_text(found, llc)
     return latencies
 
 

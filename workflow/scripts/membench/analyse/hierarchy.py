@@ -2,11 +2,14 @@
 the chase's working-set sweep.
 
 Levels come from the data: the sweep's latency curve is cut into plateaus
-(runs of points whose latency stays flat). Memory is the final flat plateau
-that extends to the largest working set, past the sysfs last-level cache
-(issue 30): where it begins well before the sysfs LLC (a VM's share of a
-host L3 ends early), the row says so with both figures, and a sweep whose
-largest working set is not past 8 x the LLC is flagged. The other plateaus
+(runs of points whose latency stays flat). Memory is the median of the
+sweep points at or past 8 x the LLC, the one rule it shares with the idle
+latency (membench.analyse.concurrency.memory_latency, issue 38: a plateau
+opening at 2-4 x the LLC takes in points where some lines still hit).
+A sweep that stops short of 8 x the LLC falls back to the final flat
+plateau that extends to the largest working set, past the sysfs last-level
+cache (issue 30), flagged: where it begins well before the sysfs LLC (a
+VM's share of a host L3 ends early), the row says so with both figures. The other plateaus
 are named by the cache sizes sysfs reports, which are annotations: the
 smallest level whose size holds the plateau's last working set. A level
 with no plateau is "not found" (memory: "could not be reached" when the
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from membench.analyse.concurrency import PAGE_BYTES
+from membench.analyse.concurrency import PAGE_BYTES, memory_latency, memory_latency_text
 from membench.plan.grammar import DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING, group_text, size_text
 from membench.plan import families
 
@@ -337,10 +340,14 @@ def hierarchy(
                 if lines.ne(curve.index.to_series()).any() else ""
             )
             llc = levels[-1][1] if levels else None
+            past_llc = memory_latency(lines, curve, llc)
             for name, plateau in named.items():
                 row = rows.setdefault(name, {"level": name, "per_pages": {}})
                 ns = plateau.ns if plateau else None
-                if name == MEMORY:
+                if name == MEMORY and past_llc is not None and plateau is not None:  # a curve still rising is no memory row
+                    llc_plateau = named.get(levels[-1][0]) if levels else None
+                    ns, text = past_llc["ns"], memory_latency_text(past_llc, llc, llc_plateau.ns if llc_plateau else None) + note
+                elif name == MEMORY:
                     before = found[found.index(plateau) - 1] if plateau is not None and found.index(plateau) > 0 else None
                     text = memory_derivation(plateau, llc, int(lines.max()), before, note)
                 else:
@@ -350,7 +357,7 @@ def hierarchy(
                     "cycles": _cycles(ns, clock["ghz"]),
                     "derivation": text,
                     **({"flag": memory_reach(int(lines.max()), llc), "largest_lines": int(lines.max()),
-                        "reached": plateau is not None or not llc or int(lines.max()) > llc} if name == MEMORY else {}),
+                        "reached": ns is not None or not llc or int(lines.max()) > llc} if name == MEMORY else {}),
                 }  # fmt: skip
         matrix_rows = matrix_memory_rows(cells, system)
         for level, per_pages in policy_memory_rows(cells, system, levels, line_bytes).items():
