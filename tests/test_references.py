@@ -144,3 +144,12 @@ def test_the_schema_refuses_what_a_reader_cannot_use():
     for missing in ("address", "date", "conditions"):
         stripped = {k: v for k, v in machine["numbers"][0].items() if k != missing}
         assert schema_errors({**machine, "numbers": [stripped]}), missing
+
+
+def test_the_atlas_holds_at_least_eight_published_machines():
+    machines = set()
+    for path in sorted(MACHINES.glob("*.yaml")):
+        document = yaml.safe_load(path.read_text())
+        machines |= {system["id"] for system in document["systems"]}
+        assert all(n["address"].startswith("https://") for n in document["numbers"]), path.name
+    assert len(machines) >= 8, sorted(machines)
