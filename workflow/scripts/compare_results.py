@@ -17,8 +17,19 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from membench.compare.match import KNOBS, SideError, parse_side, systems_in  # noqa: E402
+from membench.core import results_files  # noqa: E402
 from membench.store.stored import StoredRunsError  # noqa: E402
 from membench.compare.output import run_compare  # noqa: E402
+
+
+def _head(path: Path) -> str:
+    """The first 20,000 characters of a run file; "" for one that is not a
+    regular file (the record check then names it, without hanging on a FIFO)."""
+    try:
+        with results_files.open_binary(path, results_files.system_root(path)) as fh:
+            return fh.read(20000).decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def side_file_problems(base: str, new: str) -> list[str]:
@@ -42,7 +53,7 @@ def side_file_problems(base: str, new: str) -> list[str]:
             others = sorted({
                 m.group(1)
                 for f in (results / name / "runs").glob("**/r*.jsonl")
-                for m in [re.search(r'"system": "([^"]*)"', f.read_text(errors="replace")[:20000])]
+                for m in [re.search(r'"system": "([^"]*)"', _head(f))]
                 if m and m.group(1) != name
             })
             if others:

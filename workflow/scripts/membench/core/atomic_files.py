@@ -8,7 +8,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from membench.core import record_schema
+from membench.core import record_schema, results_files
 
 
 def contract_problems(record: dict) -> list[str]:
@@ -19,8 +19,10 @@ def contract_problems(record: dict) -> list[str]:
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    with open(path) as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    """The records of a JSON-lines file, a regular file reached without a
+    link (membench.core.results_files)."""
+    text = results_files.read_text(path, results_files.system_root(path))
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def write_jsonl_atomic(path: Path, records: list[dict]) -> None:
@@ -46,6 +48,10 @@ def current_umask() -> int:
 
 def write_text_atomic(path: Path, text: str) -> None:
     path = Path(path)
+    # a folder of a system's results that leads out of it (a link) is
+    # refused before anything is created there; the rename below replaces
+    # a link in the last component, never what it points to
+    results_files.check_under(path, results_files.system_root(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

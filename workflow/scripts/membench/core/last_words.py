@@ -12,6 +12,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from membench.core import results_files
+from membench.core.atomic_files import write_text_atomic
+
 FILE = Path(".snakemake/membench/last_words.txt")
 
 
@@ -58,14 +61,14 @@ def set_report_aside(report: str | Path, why: str) -> str | None:
         return f"no current report: {stale} (marked STALE) predates this failure" if stale.exists() else None
     banner = STALE_BANNER.format(why=why.replace("<", "&lt;"))
     try:
-        html = report.read_text(errors="replace")
+        html = results_files.read_text(report, report.parent, errors="replace")
         head, body, rest = html.partition("<body")
         if body:
             tag_end = rest.index(">") + 1
             html = head + body + rest[:tag_end] + banner + rest[tag_end:]
         else:
             html = banner + html
-        stale.write_text(html)
+        write_text_atomic(stale, html)  # replaces a link there, never writes through it
         report.unlink()
     except OSError:
         try:

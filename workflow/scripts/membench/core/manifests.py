@@ -20,6 +20,7 @@ import json
 import os
 from pathlib import Path
 
+from membench.core import results_files
 from membench.core.atomic_files import write_text_atomic
 
 
@@ -40,11 +41,13 @@ def stale_reason(manifest_file: str | Path) -> str | None:
     """Why an existing manifest no longer describes the stored runs, or
     None when it does (or does not exist: Snakemake sees a missing output)."""
     try:
-        manifest = json.loads(Path(manifest_file).read_text())
+        manifest = json.loads(results_files.read_text(manifest_file, results_files.system_root(manifest_file)))
         runs = list(manifest["runs"])
         stored = manifest.get("stored") or {}
     except FileNotFoundError:
         return None
+    except results_files.UnsafeResultsFile as error:
+        return f"it is not a readable manifest ({error})"
     except (OSError, ValueError, KeyError, TypeError):
         return "it is not a readable manifest"
     for path in runs:

@@ -19,6 +19,8 @@ import re
 import time
 from pathlib import Path
 
+from membench.core import results_files
+
 # Snakemake options that only read (no job runs): they never wait for the lock.
 READ_ONLY = {
     "--dry-run", "--dryrun", "--lint", "--list", "--list-rules", "--list-target-rules", "--lt", "--summary",
@@ -34,7 +36,7 @@ def read_only(argv: list[str]) -> bool:
 
 def holder(lock_file: Path) -> str:
     try:
-        return lock_file.read_text().strip() or "a process that left no name"
+        return results_files.read_text(lock_file, lock_file.parent, errors="replace")[:200].strip() or "a process that left no name"
     except OSError:
         return "a process that left no name"
 
@@ -50,9 +52,16 @@ def take(results: str | Path, config_name: str, argv: list[str]) -> str | None:
         return None  # a dry run creates nothing
     try:
         lock_file.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except OSError:
-        return None  # a read-only results folder: nothing can be written to mix
+        fd = results_files.open_fd(lock_file, results, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        # A lock that cannot be taken is said, never skipped: another
+        # user's lock file (0644) in a shared results folder, a link, a
+        # read-only folder. A dry run writes nothing and goes on.
+        return (
+            f"{lock_file} cannot be opened to lock {results}/ for this run ({error}): no run can be sure it is "
+            "alone there. If another user's run owns it, use a results folder of your own; else remove the "
+            "file (when no membench run uses this folder) and rerun"
+        )
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import errno
 
+from membench.core.results_files import UnsafeResultsFile
+
 
 class StoreError(Exception):
     """One line: the path, the cause, what to do."""
@@ -21,6 +23,8 @@ ADVICE = {
 
 
 def store_error(action: str, path: str, error: OSError) -> StoreError:
+    if isinstance(error, UnsafeResultsFile):
+        return StoreError(f"cannot {action} {path}: {error}")
     where = str(error.filename or path)
     directory = where.rsplit("/", 1)[0] if "/" in where else "."
     advice = ADVICE.get(error.errno, "fix the cause and rerun").format(dir=directory)

@@ -14,12 +14,15 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from membench.core import results_files
+from membench.core.store_errors import store_error
+
 LOCK_NAME = ".measure.lock"
 
 
 def holder(path: Path) -> str:
     try:
-        return path.read_text().strip() or "unknown"
+        return results_files.read_text(path, path.parent, errors="replace")[:200].strip() or "unknown"
     except OSError:
         return "unknown"
 
@@ -31,7 +34,12 @@ def measuring(results_system_dir: str | Path, say: Callable[[str], None], keep_w
     while waiting and may raise to give up (Snakemake ended)."""
     path = Path(results_system_dir) / LOCK_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)  # as the umask allows, like every result file
+    # as the umask allows, like every result file; never through a link
+    # or into a FIFO (membench.core.results_files)
+    try:
+        fd = results_files.open_fd(path, path.parent, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as error:
+        raise store_error("lock", str(path), error) from None
     try:
         told = False
         while True:

@@ -17,12 +17,13 @@ import json
 import os
 from pathlib import Path
 
+from membench.core import results_files
 from membench.measure.superseded import DISTURBED, move_no_replace, superseded_dir
 
 
 def _first_digest(path: Path) -> str | None:
     try:
-        with open(path) as fh:
+        with results_files.open_binary(path, results_files.system_root(path)) as fh:
             return json.loads(fh.readline()).get("request_digest")
     except (OSError, ValueError, AttributeError):
         return None

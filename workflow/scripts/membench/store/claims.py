@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from membench.core import layout, record_schema
+from membench.core import layout, record_schema, results_files
 from membench.plan.grammar import Cell, group_text
 
 # Axes added to the cell id after records were first stored: the axis, the
@@ -39,7 +39,7 @@ def earlier_id(cell: Cell, axis: str) -> str | None:
 def _stated(path: str, key: str):
     """The value of `key` the file's first record states (migrated), or None."""
     try:
-        with open(path, "rb") as fh:
+        with results_files.open_binary(path, results_files.system_root(path)) as fh:
             line = fh.readline()
         record = record_schema.migrate(json.loads(line))
     except (OSError, ValueError, record_schema.SchemaVersionError):

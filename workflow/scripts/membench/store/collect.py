@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from membench.core import layout
+from membench.plan.grammar import canonical_order
 from membench.probe.topology import llc_capacity
 from membench.store.placement_classes import Machine, classify
-from membench.core import disturbance
+from membench.core import disturbance, results_files
 from membench.core.atomic_files import write_text_atomic
 from membench.store.stored import (
     Expected,
@@ -86,8 +88,7 @@ def run_files(inputs: list[str]) -> list[str]:
     files, missing = [], {}
     for path in inputs:
         if path.endswith(".json"):
-            with open(path) as fh:
-                listed = json.load(fh)["runs"]
+            listed = json.loads(results_files.read_text(path, results_files.system_root(path)))["runs"]
             files += listed
             for run in listed:
                 if not Path(run).exists():
@@ -160,6 +161,24 @@ def records_table(records, topologies: dict[str, dict] | None = None) -> pd.Data
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
+def in_canonical_order(files: list[str], expected: Expected | None) -> list[str]:
+    """The repetition files in the cells' canonical order, then by
+    repetition: a run lists them round by round in its shuffled order,
+    figures-only as stored; either way the table comes out the same."""
+    if expected is None:
+        return sorted(files)
+    places = {cell.id: k for k, cell in enumerate(canonical_order(list(expected.cells.values()), expected.table))}
+
+    def place(path: str) -> tuple:
+        parts = Path(path).parts
+        match = layout.RUN_FILE.match(parts[-1])
+        cell = expected.cell_of(path, "/".join(parts[-4:-1]))
+        where = places.get(cell.id, len(places)) if cell is not None else len(places)
+        return (where, int(match.group(1)) if match else 0, path)
+
+    return sorted(files, key=place)
+
+
 def collect_runs(inputs: list[str], output: str, topology: str | None = None, expected: Expected | None = None) -> pd.DataFrame:
     """topology: the system's topology.json (placement classes need it);
     expected: the config's cells, to check each record against the request
@@ -172,7 +191,8 @@ def collect_runs(inputs: list[str], output: str, topology: str | None = None, ex
         if wrong:
             raise StoredRunsError(system_files_message(wrong))
         topologies = {Path(topology).parent.name: json.loads(Path(topology).read_text())}
-    table = checked(run_files(inputs), expected, lambda records: records_table(records, topologies))
+    files = in_canonical_order(run_files(inputs), expected)
+    table = checked(files, expected, lambda records: records_table(records, topologies))
     write_text_atomic(Path(output), table.to_csv(index=False))
     return table
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from membench.plan import node_pairs
-from membench.core import layout, record_schema
+from membench.core import layout, record_schema, results_files
 from membench.store import stored
 from membench.plan import rounds
 from membench.plan.grammar import Cell
@@ -22,6 +22,7 @@ class SystemProgress:
     total: int
     seconds_per_repetition: float | None
     damaged: int = 0  # stored for the request but not valid (not done)
+    unreadable: tuple[str, ...] = ()  # round manifests that could not be read (no pace from them)
 
     @property
     def seconds_left(self) -> float | None:
@@ -35,6 +36,9 @@ class SystemProgress:
         if self.damaged:
             text += (f", {self.damaged} stored file(s) damaged and not counted (collect names them; "
                      "a run measures them again once set aside)")  # fmt: skip
+        if self.unreadable:
+            shown = ", ".join(self.unreadable[:3]) + (f" and {len(self.unreadable) - 3} more" if len(self.unreadable) > 3 else "")
+            text += f", round manifest(s) not readable and left out of the pace: {shown} (a run writes them again)"
         if self.done == self.total:
             return text + ", complete"
         left = self.seconds_left
@@ -48,13 +52,21 @@ def duration(seconds: float) -> str:
     return f"{minutes} min" if hours == 0 else f"{hours} h {minutes} min"
 
 
-def pace(rounds_dir: Path) -> float | None:
-    """Seconds per measured repetition over the finished rounds."""
+def pace(rounds_dir: Path, unreadable: list[str] | None = None) -> float | None:
+    """Seconds per measured repetition over the finished rounds; a manifest
+    that cannot be read (damaged, not a regular file) is named in
+    `unreadable` and left out."""
     seconds = measured = 0
-    for path in rounds_dir.glob("r*.json"):
-        manifest = json.loads(path.read_text())
-        seconds += manifest.get("seconds", 0)
-        measured += len(manifest.get("measured", []))
+    for path in sorted(rounds_dir.glob("r*.json")):
+        try:
+            manifest = json.loads(results_files.read_text(path, rounds_dir.parent))
+            took, count = float(manifest.get("seconds", 0)), len(manifest.get("measured", []))
+        except (OSError, ValueError, TypeError, AttributeError) as error:
+            if unreadable is not None:
+                unreadable.append(f"{path} ({error.__class__.__name__})")
+            continue
+        seconds += took
+        measured += count
     return seconds / measured if measured else None
 
 
@@ -62,7 +74,7 @@ def first_digest(path: Path) -> str | None:
     """The request digest of a repetition file's first record (one line
     read: a study of 1000 repetitions per cell stays quick to count)."""
     try:
-        with open(path) as fh:
+        with results_files.open_binary(path, results_files.system_root(path)) as fh:
             return json.loads(fh.readline()).get("request_digest")
     except (OSError, ValueError, AttributeError):
         return None
@@ -98,4 +110,6 @@ def system_progress(cells: list[Cell], system: str, results: Path, variants_tabl
             done += not problems
             damaged += bool(problems)
     total = sum(cell.repeats for cell in cells)
-    return SystemProgress(system, done, total, pace(results / system / "rounds"), damaged)
+    unreadable: list[str] = []
+    seconds = pace(results / system / "rounds", unreadable)
+    return SystemProgress(system, done, total, seconds, damaged, tuple(unreadable))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from membench import SCHEMA_VERSION
-from membench.core import layout, record_schema
+from membench.core import layout, record_schema, results_files
 from membench.plan import rounds
 from membench.plan.grammar import Cell
 from membench.plan.families import applies
@@ -91,7 +91,10 @@ def read_run_file(path: str | Path, problems: list[str], checker: record_schema.
     path = Path(path)
     checker = checker or record_schema.Checker()
     try:
-        data = path.read_bytes()
+        data = results_files.read_bytes(path, results_files.system_root(path))
+    except results_files.UnsafeResultsFile as error:
+        problems.append(str(error))
+        return []
     except OSError as error:
         problems.append(f"{path}: cannot be read: {error.strerror or error}")
         return []
@@ -276,7 +279,7 @@ def records_as_stored(paths: list[str], expected: Expected | None = None) -> Ite
     them (migrated; the path names their experiment and cell)."""
     for path in paths:
         where = _shown_as(path, expected)
-        with open(path, "rb") as fh:
+        with results_files.open_binary(path, results_files.system_root(path)) as fh:
             for line in fh:
                 if not line.strip():
                     continue
