@@ -1,0 +1,123 @@
+"""A run as one checkable archive: a Workflow Run RO-Crate (Provenance Run
+Crate profile) made with ro-crate-py (docs/bundle.md).
+
+It holds the config, every stored record, each system's topology.json and
+environment.json, findings.json, the report and the figures where they
+exist; every file carries its sha256 and size, which bundle_check reads
+back. What is not copied is described: the code version, each binary's
+sha256, the compiler, the Python packages and each system's machine digest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+from rocrate.rocrate import ROCrate
+
+from membench.measure.identity import machine_digest
+
+# The profiles the crate names (root dataset conformsTo); bundle_check requires
+# the Workflow Run and Provenance Run ones.
+PROFILES = {
+    "process": "https://w3id.org/ro/wfrun/process/0.5",
+    "workflow": "https://w3id.org/ro/wfrun/workflow/0.5",
+    "provenance": "https://w3id.org/ro/wfrun/provenance/0.5",
+    "workflow_ro_crate": "https://w3id.org/workflowhub/workflow-ro-crate/1.0",
+}
+RESULT_PARTS = ["summary/findings.json", "report.html"]
+SYSTEM_FILES = ["topology.json", "environment.json"]
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def run_files(results: Path) -> list[Path]:
+    """What the crate copies from a results folder, in a stable order."""
+    found = []
+    for system in sorted(p for p in results.iterdir() if (p / "runs").is_dir()):
+        found += [system / name for name in SYSTEM_FILES if (system / name).is_file()]
+        found += sorted((system / "runs").rglob("*.jsonl"))
+    found += [results / part for part in RESULT_PARTS if (results / part).is_file()]
+    found += sorted((results / "figures").glob("*.svg")) if (results / "figures").is_dir() else []
+    return found
+
+
+def code_version(repo: Path) -> str:
+    described = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=repo, capture_output=True, text=True)
+    return described.stdout.strip() if described.returncode == 0 else "unknown (not a git checkout)"
+
+
+def compiler_version() -> str:
+    try:
+        out = subprocess.run(["cc", "--version"], capture_output=True, text=True)
+    except OSError:
+        return "unknown"
+    return out.stdout.splitlines()[0] if out.returncode == 0 and out.stdout else "unknown"
+
+
+def pinned_packages(repo: Path) -> dict[str, str]:
+    """The installed version of each package requirements.txt pins."""
+    versions = {}
+    for line in (repo / "requirements.txt").read_text().splitlines():
+        name = line.split("==")[0].strip()
+        if name and not name.startswith("#"):
+            try:
+                versions[name] = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                versions[name] = "not installed"
+    return versions
+
+
+def add_checked_file(crate: ROCrate, source: Path, dest: str, properties: dict | None = None):
+    data = source.read_bytes()
+    props = {"sha256": sha256_of(data), "contentSize": str(len(data))} | (properties or {})
+    return crate.add_file(source, dest_path=dest, properties=props)
+
+
+def build_crate(results: Path, config: Path, repo: Path, binaries: Path | None = None) -> ROCrate:
+    crate = ROCrate()
+    crate.root_dataset["name"] = f"membench run: {results.name}"
+    crate.root_dataset["conformsTo"] = [{"@id": url} for url in PROFILES.values()]
+    for url in PROFILES.values():
+        crate.add_jsonld({"@id": url, "@type": "CreativeWork", "name": url.rsplit("/", 2)[-2]})
+    workflow = crate.add_workflow(repo / "Snakefile", dest_path="Snakefile", main=True, lang="snakemake")
+    snakefile = (repo / "Snakefile").read_bytes()
+    workflow["sha256"], workflow["contentSize"] = sha256_of(snakefile), str(len(snakefile))
+    config_file = add_checked_file(crate, config, "config.yaml", {"name": "the run's config"})
+    outputs = [
+        add_checked_file(crate, path, "results/" + path.relative_to(results).as_posix()) for path in run_files(results)
+    ]
+    software = [
+        crate.add_jsonld({"@id": "#membench", "@type": "SoftwareSourceCode", "name": "membench",
+                          "version": code_version(repo)}),
+        crate.add_jsonld({"@id": "#compiler", "@type": "SoftwareApplication", "name": compiler_version()}),
+    ]  # fmt: skip
+    for name, version in pinned_packages(repo).items():
+        software.append(crate.add_jsonld({"@id": f"#python-{name}", "@type": "SoftwareApplication",
+                                          "name": name, "softwareVersion": version}))  # fmt: skip
+    for binary in sorted(binaries.iterdir()) if binaries and binaries.is_dir() else []:
+        if binary.is_file():
+            software.append(crate.add_jsonld({"@id": f"#binary-{binary.name}", "@type": "SoftwareApplication",
+                                              "name": binary.name, "sha256": sha256_of(binary.read_bytes())}))  # fmt: skip
+    machines = []
+    for topology in sorted(results.glob("*/topology.json")):
+        digest = machine_digest(json.loads(topology.read_text()))
+        machines.append(crate.add_jsonld({"@id": f"#machine-{topology.parent.name}", "@type": "PropertyValue",
+                                          "name": f"machine digest of {topology.parent.name}", "value": digest}))  # fmt: skip
+    action = crate.add_action(workflow, identifier="#run", object=[config_file], result=outputs,
+                              properties={"@type": "CreateAction", "name": f"membench run {results.name}"})  # fmt: skip
+    action["additionalType"] = {"@id": "#software"}
+    crate.add_jsonld({"@id": "#software", "@type": "Collection", "name": "software and machines of the run",
+                      "hasPart": [{"@id": e.id} for e in software + machines]})  # fmt: skip
+    return crate
+
+
+def write_bundle(results: Path, config: Path, out: Path, repo: Path, binaries: Path | None = None) -> Path:
+    """Writes results/<name>.crate.zip-style archive `out`; returns it."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    build_crate(results, config, repo, binaries).write_zip(out)
+    return out
