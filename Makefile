@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CORES  ?= all
 CONFIG ?= config/config.yaml
 
-.PHONY: config-exists run status test bench lint compare system-deps test-deps bench-deps clean
+.PHONY: config-exists run status test bench lint compare bundle system-deps test-deps bench-deps clean
 
 # System packages come from Debian's apt; only what is missing is installed.
 system-deps:
@@ -90,7 +90,12 @@ COMPARE_RC := $(shell \
   ( [ -n $(call quote,$(BASE)) ] && [ -n $(call quote,$(NEW)) ] \
     || { echo "usage: make compare BASE=<dir>[:system] NEW=<dir>[:system] [OUT=compare] [THRESHOLD=2] [IGNORE=knob,...] [KEEP_DISTURBED=1]"; exit 2; }; \
     $(MAKE) --no-print-directory -s $(STAMP) || exit 2; \
-    $(BIN)/python workflow/scripts/compare_results.py $(call quote,$(BASE)) $(call quote,$(NEW)) \
+    base=$(call quote,$(BASE)); new=$(call quote,$(NEW)); out=$(call quote,$(OUT)); \
+    for side in base new; do eval "given=\$$$$side"; case "$$given" in (*.crate.zip) \
+      rm -rf "$$out/$$side-bundle"; \
+      $(BIN)/python workflow/scripts/run_bundle.py open "$$given" --dest "$$out/$$side-bundle" || exit 2; \
+      eval "$$side=\$$out/$$side-bundle/results";; esac; done; \
+    $(BIN)/python workflow/scripts/compare_results.py "$$base" "$$new" \
       --out $(call quote,$(OUT)) --threshold $(call quote,$(THRESHOLD)) --ignore $(call quote,$(IGNORE)) $(if $(KEEP_DISTURBED),--keep-disturbed); \
   ) >&2; echo $$?)
 ifeq ($(COMPARE_RC),1)
@@ -101,6 +106,13 @@ endif
 endif
 compare:
 	@:
+
+# The run as one checkable archive, a Workflow Run RO-Crate (docs/bundle.md):
+# make bundle [BUNDLE=results/run.crate.zip]. make compare takes a bundle on
+# either side (BASE=run.crate.zip), checked and unpacked under OUT first.
+BUNDLE ?= results/run.crate.zip
+bundle: $(STAMP)
+	$(BIN)/python workflow/scripts/run_bundle.py write --results results --config $(CONFIG) --out $(BUNDLE)
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint
