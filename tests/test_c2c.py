@@ -175,7 +175,7 @@ def test_harness_measures_a_pair(binary):
     a, b = ALLOWED[:2]
     rc, records, err = run(binary, *FAST, "--affinity", f"cpus:{a},{b}")
     assert rc == 0, err
-    assert [r["op"] for r in records] == ["cas", "two_line", "clean"]
+    assert [r["op"] for r in records] == ["cas", "two_line", "clean", "dirty"]
     for r in records:
         assert contract_problems(r) == [], r
         assert r["status"] == "ok" and r["valid"] is True
@@ -185,6 +185,7 @@ def test_harness_measures_a_pair(binary):
         assert r["ns_per_load"] == r["handoff_ns"] and 1 < r["handoff_ns"] < 1e6
         assert r["sample_min_ns"] >= 20 * r["timer_granularity_ns"]
     assert records[2]["clean_lines"] == 64 and records[0]["clean_lines"] is None
+    assert records[3]["clean_lines"] == 64 and records[3]["clean_flushed"] is None  # dirty: B's stores take the lines back
     assert records[2]["clean_flushed"] is (platform.machine() in ("x86_64", "i686")) and records[0]["clean_flushed"] is None
 
 
@@ -209,10 +210,10 @@ def test_every_pair_of_the_team(binary):
 # ------------------------------------------------------ summaries, figure
 
 
-def fake_records(topo: dict, pairs: list[tuple[int, int]], spec) -> pd.DataFrame:
+def fake_records(topo: dict, pairs: list[tuple[int, int]], spec, ops=("cas", "two_line")) -> pd.DataFrame:
     rows = []
     for rep in range(2):
-        for op in ("cas", "two_line"):
+        for op in ops:
             for a, b in pairs:
                 record = {"cpu_a": a, "cpu_b": b}
                 keys = c2c_pairs.pair_keys(record, topo, spec(a, b))
@@ -258,9 +259,31 @@ def test_hierarchy_rows_from_the_classes():
     sample = c2c_pairs.sample(topo, 2)
     classes = c2c_summary.class_table(fake_records(topo, [p for v in sample.values() for p in v], lambda a, b: "x:0"))
     rows = c2c_summary.hierarchy_rows(classes)["s"]
-    assert list(rows) == list(c2c_summary.HIERARCHY_ROWS.values())
-    assert rows["c2c: modified in the other package"]["ns"] == 160.5
-    assert "2 other_package pair(s)" in rows["c2c: modified in the other package"]["derivation"]
+    two_line = c2c_summary.HIERARCHY_QUANTITIES["two_line"]
+    assert list(rows) == [f"{two_line}: {where}" for where in c2c_summary.HIERARCHY_CLASSES.values()]
+    assert rows[f"{two_line}: other package"]["ns"] == 160.5
+    assert "c2c two_line" in rows[f"{two_line}: other package"]["derivation"]
+    assert "2 other_package pair(s)" in rows[f"{two_line}: other package"]["derivation"]
+
+
+def test_each_hierarchy_row_is_named_by_the_quantity_it_measures():
+    """Issue 38: two_line (half a ping-pong round trip, c2clat's) stood in
+    the row "modified in another core" beside clean (one dependent load);
+    the HITM row is the dirty op's, one dependent load of a modified line,
+    and a clean line only B read after the flush is Exclusive, not shared."""
+    topo = synthetic()
+    pairs = [p for v in c2c_pairs.sample(topo, 2).values() for p in v]
+    classes = c2c_summary.class_table(fake_records(topo, pairs, lambda a, b: "x:0", ops=("two_line", "clean", "dirty")))
+    rows = c2c_summary.hierarchy_rows(classes)["s"]
+    assert list(rows)[:3] == [c2c_summary.hierarchy_label("dirty", c) for c in ("same_l3", "same_package", "other_package")]
+    hitm = rows["c2c load, line modified in another core (dirty, MLC's HITM): same L3"]
+    assert hitm["derivation"].startswith("c2c dirty") and hitm["ns"] == 40.5
+    assert "c2c half round trip, modified line (two_line, c2clat's): same L3" in rows
+    clean = [label for label in rows if "(clean" in label]
+    assert clean and all("Exclusive in another core" in label and "shared" not in label for label in clean)
+    assert len(rows) == 9 and len(set(rows)) == 9  # no two quantities share a label
+    only = c2c_summary.hierarchy_rows(classes, op="clean")["s"]
+    assert list(only) == clean
 
 
 def test_clean_pairs_across_l3s_on_the_two_socket_smt_guest():
@@ -312,6 +335,6 @@ def test_one_pair_split_into_modes_is_said_unexplained_different_pairs_are_not()
     said = classes.set_index(["op", "pair_class"]).loc[("two_line", "same_l3"), "modes_unexplained"]
     assert said.startswith("40.5 ns x2, 248.0 ns x2 (pair ")
     classes = pd.read_csv(pd.io.common.StringIO(classes.to_csv(index=False)))  # as the report reads it
-    row = c2c_summary.hierarchy_rows(classes)["s"]["c2c: modified in another core, same L3"]
+    row = c2c_summary.hierarchy_rows(classes)["s"][c2c_summary.hierarchy_label("two_line", "same_l3")]
     assert "UNEXPLAINED: repetitions split into modes 40.5 ns x2, 248.0 ns x2" in row["derivation"]
     assert any("modes, unexplained" in r[3] for r in c2c_summary.report_table(classes)["rows"])

@@ -28,10 +28,19 @@
  *              A's L3 for pairs across L3s).  Off x86 (no clflush) only the
  *              pool's size keeps them out (clean_flushed false).  The flags
  *              and flushes are not timed; one hand-off = one clean load.
+ * op dirty     modified lines (MLC's HITM): B stores to every line of a
+ *              window (a word beside the chase's pointer, so each line is
+ *              Modified in B's caches), then A chases the window, one
+ *              dependent load per line: each load is a transfer of a line
+ *              modified in the other core.  No flush is needed: B's next
+ *              stores to a window take its lines back from A (read for
+ *              ownership).  One hand-off = one dependent load of a modified
+ *              line, the quantity of clean beside it; two_line's is half a
+ *              round trip (c2clat's).
  *
  * Timing: CLOCK_MONOTONIC around --roundtrips round trips (cas, two_line;
  * hand-off = time / (2 x round trips), half the round trip) or around each
- * window's chase (clean: ceil(2 x --roundtrips / --clean-lines) windows per
+ * window's chase (clean, dirty: ceil(2 x --roundtrips / --clean-lines) windows per
  * sample, hand-off = time / lines), per sample; --samples
  * samples after one dropped warm-up sample.  The record gives the median
  * hand-off with p10 / p90 / min over the samples.  A sample shorter than
@@ -256,6 +265,49 @@ static void run_clean(side_t *s)
     s->count = count, s->timeout = timeout, s->chase_bad = bad;
 }
 
+/* op dirty: B stores to the window's lines, A chases them (see above) */
+static void run_dirty(side_t *s)
+{
+    const shared_t *sh = s->sh;
+    uint64_t *ready = sh->x, *done = sh->y;
+    uint64_t k = 0;
+    long long rt = s->rt, count = 0;
+    int timeout = 0, bad = 0, writer = s->who == 1;
+    long long last = mb_thread_ivcsw();
+    for (long long smp = 0; smp < s->samples && !timeout; smp++) {
+        double busy = 0;
+        for (long long r = 0; r < rt; r++, k++) { /* rt = windows here */
+            const unsigned *win = sh->perm + (k % sh->nwin) * sh->wlines;
+            if (writer) {
+                /* B: every line of the window Modified in its caches; the
+                 * pointer in the line's first word is left as it is */
+                if ((timeout = wait_eq(done, k)))
+                    break;
+                for (size_t i = 0; i < sh->wlines; i++)
+                    ((volatile uintptr_t *)(sh->pool + (size_t)win[i] * sh->line))[1] = (uintptr_t)k;
+                __atomic_store_n(ready, k + 1, __ATOMIC_RELEASE);
+            } else {
+                if ((timeout = wait_eq(ready, k + 1)))
+                    break;
+                void *first = sh->pool + (size_t)win[0] * sh->line;
+                long long t0 = mb_clock_ns(CLOCK_MONOTONIC);
+                void *end = mb_kern_c2c_clean(first, sh->wlines);
+                long long t1 = mb_clock_ns(CLOCK_MONOTONIC);
+                busy += (double)(t1 - t0);
+                bad += end != first;
+                __atomic_store_n(done, k + 1, __ATOMIC_RELEASE);
+            }
+            count++;
+        }
+        if (!writer) {
+            s->sample_ns[smp] = busy;
+            s->ns[smp] = busy / ((double)rt * (double)sh->wlines);
+        }
+        mark_sample(s, smp, &last);
+    }
+    s->count = count, s->timeout = timeout, s->chase_bad = bad;
+}
+
 static void *side_main(void *arg)
 {
     side_t *s = arg;
@@ -270,6 +322,8 @@ static void *side_main(void *arg)
             run_cas(s);
         else if (s->op == OP_TWO_LINE)
             run_two_line(s);
+        else if (s->op == OP_DIRTY)
+            run_dirty(s);
         else
             run_clean(s);
         mb_disturb_thread_end(s->dist, s->who);
@@ -294,7 +348,7 @@ void mb_c2c_measure_pair(mb_run_ctx_t *ctx, shared_t *sh, int op, int a, int b, 
     long long samples = opt[OPT_SAMPLES] + 1, rt = opt[OPT_ROUNDTRIPS];
     /* clean: about as many hand-offs per sample as 2 x round trips */
     long long per_unit = 2; /* hand-offs per round trip, or lines per window */
-    if (op == OP_CLEAN) {
+    if (op == OP_CLEAN || op == OP_DIRTY) {
         per_unit = (long long)sh->wlines;
         rt = (2 * rt + per_unit - 1) / per_unit;
     }
@@ -346,7 +400,7 @@ void mb_c2c_measure_pair(mb_run_ctx_t *ctx, shared_t *sh, int op, int a, int b, 
     res->count = (s[0].count < s[1].count ? s[0].count : s[1].count) * per_unit;
     res->per_sample = rt * per_unit;
     uint64_t want_x = op == OP_CAS ? 2 * (uint64_t)per : (uint64_t)per;
-    int line_ok = op == OP_CLEAN ? *sh->x == (uint64_t)per && *sh->y == (uint64_t)per
+    int line_ok = op == OP_CLEAN || op == OP_DIRTY ? *sh->x == (uint64_t)per && *sh->y == (uint64_t)per
                 : op == OP_CAS   ? *sh->x == want_x
                                  : *sh->x == want_x && *sh->y == want_x;
     if (s[0].bind_err || s[1].bind_err) {
@@ -371,7 +425,7 @@ void mb_c2c_measure_pair(mb_run_ctx_t *ctx, shared_t *sh, int op, int a, int b, 
                  "validation failed: hand-offs counted %lld (A) and %lld (B), expected %lld; "
                  "line value %llu, expected %llu; %d clean chases ended off their first line",
                  s[0].count, s[1].count, per, (unsigned long long)*sh->x,
-                 (unsigned long long)(op == OP_CLEAN ? (uint64_t)per : want_x), s[0].chase_bad);
+                 (unsigned long long)(op == OP_CLEAN || op == OP_DIRTY ? (uint64_t)per : want_x), s[0].chase_bad);
     }
     int n = (int)samples - 1; /* the first sample is the warm-up */
     for (int i = 0; i < n; i++)

@@ -16,7 +16,7 @@ enum { OPT_SAMPLES, OPT_ROUNDTRIPS, OPT_CLEAN_LINES, OPT_SEED };
 #define C2C_TIMEOUT_NS 10000000000LL
 #define C2C_PAGE 4096
 
-enum { OP_CAS, OP_TWO_LINE, OP_CLEAN };
+enum { OP_CAS, OP_TWO_LINE, OP_CLEAN, OP_DIRTY };
 
 /* the lines: each flag on a page of its own (no adjacent-line pairing) */
 typedef struct shared {

@@ -54,7 +54,11 @@ static void emit_result(mb_run_ctx_t *ctx, const result_t *res, const shared_t *
     mb_point_int(&pt, "handoffs", res->count);
     mb_point_int(&pt, "handoffs_expected", res->expected);
     mb_point_int(&pt, "line_bytes", (long long)sh->line);
-    if (op == OP_CLEAN) {
+    if (op == OP_DIRTY) {
+        /* the window's lines; no flush (B's stores take the lines back) */
+        mb_point_int(&pt, "clean_lines", (long long)sh->wlines);
+        mb_point_null(&pt, "clean_flushed");
+    } else if (op == OP_CLEAN) {
         mb_point_int(&pt, "clean_lines", (long long)sh->wlines);
         mb_point_bool(&pt, "clean_flushed", MB_C2C_FLUSHES);
     } else {
@@ -152,6 +156,7 @@ int mb_c2c_run(mb_run_ctx_t *ctx)
                 const mb_kernel_t *k = ctx->ops[o];
                 int op = strcmp(k->op, "cas") == 0        ? OP_CAS
                          : strcmp(k->op, "two_line") == 0 ? OP_TWO_LINE
+                         : strcmp(k->op, "dirty") == 0    ? OP_DIRTY
                                                           : OP_CLEAN;
                 result_t *r = &res[nres++];
                 r->k = k;
@@ -164,7 +169,9 @@ int mb_c2c_run(mb_run_ctx_t *ctx)
     for (int i = 0; i < nres; i++) {
         const char *name = res[i].k->op;
         emit_result(ctx, &res[i], &sh, &map,
-                    strcmp(name, "clean") == 0 ? OP_CLEAN : OP_CAS);
+                    strcmp(name, "clean") == 0   ? OP_CLEAN
+                    : strcmp(name, "dirty") == 0 ? OP_DIRTY
+                                                 : OP_CAS);
         if (res[i].status != MB_OK)
             worst = MB_FAILED;
         free(res[i].secs);

@@ -149,6 +149,8 @@ const mb_kernel_t mb_kernel_table[] = {
      .description = "store to one line, spin loading the other: each hand-off moves a "
                     "modified line"},
     {.family = "c2c", .op = "clean", .fn = mb_c2c_op,
-     .description = "dependent loads of lines the other CPU just read (clean, read-shared)"},
+     .description = "dependent loads of lines the other CPU just read (clean: Exclusive there)"},
+    {.family = "c2c", .op = "dirty", .fn = mb_c2c_op,
+     .description = "dependent loads of lines the other CPU just wrote (modified: MLC's HITM)"},
 };
 const size_t mb_kernel_count = sizeof mb_kernel_table / sizeof mb_kernel_table[0];

@@ -2,13 +2,14 @@
 functions over the measurement table), and the report's class table.
 
 results/summary/c2c_classes.csv holds, per system, experiment, variant, op
-and class: the median hand-off (ns, half the round trip; for op clean one
-clean load) over every ok record of the class (one record = one pair in one
+and class: the median hand-off (ns, half the round trip for cas and
+two_line; for clean and dirty one dependent load of a line clean or
+modified in the other core) over every ok record of the class (one record = one pair in one
 repetition, itself a median over samples), its p10 / p90 across those
 records, the median within-record p10 / p90 (sample spread), how many
 distinct pairs and records, and the failed / skipped counts. These are the
-numbers a hierarchy table reuses (c2c rows: modified in the same L3, the
-same package, the other package).
+numbers a hierarchy table reuses (hierarchy_rows: one row per op and class,
+each named by the quantity its op measures).
 
 results/summary/c2c_pairs.csv holds one row per pair (median over
 repetitions), with where both CPUs sit: the heat map's data.
@@ -165,7 +166,9 @@ def report_table(classes: pd.DataFrame) -> dict | None:
     return {
         "title": "Cache-to-cache latency by locality class",
         "note": (
-            "ns per hand-off: half the round trip (cas, two_line), one clean load (clean). Median over the "
+            "ns per hand-off: half the round trip (cas, two_line: c2clat's quantity), one dependent load of a "
+            "line the other core just read, Exclusive there (clean: MLC's HIT), or just wrote, Modified there "
+            "(dirty: MLC's HITM). Median over the "
             "records of the class (one record = one pair in one repetition, itself the median of its samples); "
             "spread = p10 – p90 across those records; within a record = the median p10 – p90 of its samples. "
             "Classes from topology.json: smt (SMT siblings), same_l2, same_l3, same_package (another L3), "
@@ -179,14 +182,30 @@ def report_table(classes: pd.DataFrame) -> dict | None:
     }
 
 
-# The hierarchy table's cache-to-cache rows (the AWS paper's "L3 line
-# modified in another core" and "line in the remote socket"): the two_line op,
-# whose every hand-off moves a modified line, per class.
-HIERARCHY_ROWS = {
-    "same_l3": "c2c: modified in another core, same L3",
-    "same_package": "c2c: modified in another core, same package (other L3)",
-    "other_package": "c2c: modified in the other package",
+# The hierarchy table's cache-to-cache rows, each named by the quantity
+# its op measures (issue 38: a half round trip is not one load, and a line
+# only B read after the flush is Exclusive in B, not shared), in the order
+# shown: the AWS paper's "modified in another core" is dirty (MLC's HITM).
+HIERARCHY_QUANTITIES = {
+    "dirty": "c2c load, line modified in another core (dirty, MLC's HITM)",
+    "clean": "c2c load, clean line Exclusive in another core (clean, MLC's HIT)",
+    "two_line": "c2c half round trip, modified line (two_line, c2clat's)",
+    "cas": "c2c half round trip, atomic compare-and-swap (cas)",
 }
+HIERARCHY_CLASSES = {
+    "same_l3": "same L3",
+    "same_package": "same package, other L3",
+    "other_package": "other package",
+}
+HIERARCHY_OPS = ("dirty", "clean", "two_line")
+
+
+def hierarchy_label(op: str, pair_class: str) -> str | None:
+    """"c2c load, line modified in another core (dirty, MLC's HITM): same
+    L3"; None for an op or class the hierarchy table has no row for."""
+    if op not in HIERARCHY_QUANTITIES or pair_class not in HIERARCHY_CLASSES:
+        return None
+    return f"{HIERARCHY_QUANTITIES[op]}: {HIERARCHY_CLASSES[pair_class]}"
 
 
 def _modes_said(modes) -> str:
@@ -197,17 +216,21 @@ def _modes_said(modes) -> str:
             "repetitions caught)")
 
 
-def hierarchy_rows(classes: pd.DataFrame, op: str = "two_line") -> dict[str, dict[str, dict]]:
+def hierarchy_rows(classes: pd.DataFrame, op: str | None = None) -> dict[str, dict[str, dict]]:
     """system -> row label -> {"ns", "derivation"} from c2c_classes.csv
-    (membench.analyse.hierarchy.hierarchy's extra_rows); a class not measured on a
-    system gives no row."""
+    (membench.analyse.hierarchy.hierarchy's extra_rows): one row per op of
+    HIERARCHY_OPS (or only `op`) and class, labelled by hierarchy_label with
+    the quantity it measures; a class or op not measured on a system gives
+    no row."""
     out: dict[str, dict[str, dict]] = {}
     if classes is None or classes.empty:
         return out
     disturbed = classes["n_disturbed"].fillna(0) if "n_disturbed" in classes else 0
-    mine = classes[(classes["op"] == op) & ((classes["records"] > 0) | (disturbed > 0))]
+    ops = (op,) if op is not None else HIERARCHY_OPS
+    mine = classes[classes["op"].isin(ops) & ((classes["records"] > 0) | (disturbed > 0))]
+    mine = mine.assign(_op=mine["op"].map(ops.index)).sort_values("_op", kind="stable")
     for row in mine.itertuples():
-        label = HIERARCHY_ROWS.get(row.pair_class)
+        label = hierarchy_label(row.op, row.pair_class)
         if label is None or label in out.get(row.system, {}):
             continue  # the first experiment measuring a class gives its row
         left_out = int(getattr(row, "n_disturbed", 0) or 0)
@@ -215,14 +238,14 @@ def hierarchy_rows(classes: pd.DataFrame, op: str = "two_line") -> dict[str, dic
             out.setdefault(row.system, {})[label] = {
                 "ns": None,
                 "disturbed": True,
-                "derivation": f"c2c {op}, experiment {row.experiment}: all {left_out} records disturbed "
+                "derivation": f"c2c {row.op}, experiment {row.experiment}: all {left_out} records disturbed "
                 f"(membench.core.disturbance), none left to conclude from",
             }
             continue
         out.setdefault(row.system, {})[label] = {
             "ns": float(row.handoff_ns_median),
             "derivation": (
-                f"c2c {op}, experiment {row.experiment}: median hand-off over {row.records} records of "
+                f"c2c {row.op}, experiment {row.experiment}: median hand-off over {row.records} records of "
                 f"{row.pairs} {row.pair_class} pair(s), p10–p90 {row.handoff_ns_p10:.1f}–{row.handoff_ns_p90:.1f} ns"
                 + (f"; {left_out} disturbed records left out" if left_out else "")
                 + (_modes_said(getattr(row, "modes_unexplained", None)))
