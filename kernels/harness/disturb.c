@@ -31,17 +31,29 @@ long long mb_thread_ivcsw(void)
     return -1;
 }
 
-long long mb_thread_wait_ns(void)
+int mb_thread_sched_ns(long long *run, long long *wait)
 {
+    *run = -1, *wait = -1;
     if (getenv("MEMBENCH_TEST_NO_THREAD_COUNTERS"))
         return -1;
-    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    /* test only: a kernel whose schedstat says "0 0 0" (sched_info off) */
+    const char *path = getenv("MEMBENCH_TEST_SCHEDSTAT");
+    FILE *f = fopen(path ? path : "/proc/thread-self/schedstat", "r");
     if (!f)
         return -1;
-    unsigned long long run, wait;
-    int n = fscanf(f, "%llu %llu", &run, &wait);
+    unsigned long long ran, waited, slices;
+    int n = fscanf(f, "%llu %llu %llu", &ran, &waited, &slices);
     fclose(f);
-    return n == 2 ? (long long)wait : -1;
+    if (n < 2 || (ran == 0 && waited == 0))
+        return -1; /* not counted: the switch count stands in (core/disturbance.py) */
+    *run = (long long)ran, *wait = (long long)waited;
+    return 0;
+}
+
+long long mb_thread_wait_ns(void)
+{
+    long long run, wait;
+    return mb_thread_sched_ns(&run, &wait) == 0 ? wait : -1;
 }
 
 double mb_disturb_ghz(void)
@@ -66,11 +78,16 @@ double mb_disturb_ghz(void)
     return ghz;
 }
 
-static double now_s(void)
+static long long now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static double now_s(void)
+{
+    return (double)now_ns() * 1e-9;
 }
 
 /* Steal ticks summed over the CPUs (-1 when /proc/stat has no steal
@@ -119,14 +136,20 @@ void mb_disturb_begin(mb_disturb_t *d, int nthreads, const int *cpus, int ncpus,
     d->ivcsw = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *d->ivcsw);
     d->wait0 = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *d->wait0);
     d->wait = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *d->wait);
-    d->nthreads = d->ivcsw0 && d->ivcsw && d->wait0 && d->wait ? nthreads : 0;
+    d->run0 = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *d->run0);
+    d->run = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *d->run);
+    d->start = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *d->start);
+    d->span = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *d->span);
+    int all = d->ivcsw0 && d->ivcsw && d->wait0 && d->wait && d->run0 && d->run && d->start && d->span;
+    d->nthreads = all ? nthreads : 0;
     d->own = own;
     d->ncpus = 0;
     for (int i = 0; i < ncpus && d->ncpus < MB_DISTURB_MAX_CPUS; i++)
         if (cpus[i] >= 0)
             d->cpus[d->ncpus++] = cpus[i];
     for (int t = 0; t < d->nthreads; t++)
-        d->ivcsw0[t] = -1, d->ivcsw[t] = -1, d->wait0[t] = -1, d->wait[t] = -1;
+        d->ivcsw0[t] = -1, d->ivcsw[t] = -1, d->wait0[t] = -1, d->wait[t] = -1,
+        d->run0[t] = -1, d->run[t] = -1, d->start[t] = -1, d->span[t] = -1;
     d->ghz0 = d->ghz1 = NAN;
     if (clock)
         d->ghz0 = mb_disturb_ghz();
@@ -139,23 +162,32 @@ void mb_disturb_begin(mb_disturb_t *d, int nthreads, const int *cpus, int ncpus,
 void mb_disturb_free(mb_disturb_t *d)
 {
     free(d->ivcsw0), free(d->ivcsw), free(d->wait0), free(d->wait);
+    free(d->run0), free(d->run), free(d->start), free(d->span);
     d->ivcsw0 = NULL, d->ivcsw = NULL, d->wait0 = NULL, d->wait = NULL;
+    d->run0 = NULL, d->run = NULL, d->start = NULL, d->span = NULL;
     d->nthreads = 0;
 }
 
 void mb_disturb_thread_begin(mb_disturb_t *d, int t)
 {
-    if (t >= 0 && t < d->nthreads)
-        d->wait0[t] = mb_thread_wait_ns(), d->ivcsw0[t] = mb_thread_ivcsw();
+    if (t < 0 || t >= d->nthreads)
+        return;
+    d->ivcsw0[t] = mb_thread_ivcsw();
+    mb_thread_sched_ns(&d->run0[t], &d->wait0[t]);
+    d->start[t] = now_ns();
 }
 
 void mb_disturb_thread_end(mb_disturb_t *d, int t)
 {
     if (t < 0 || t >= d->nthreads)
         return;
-    long long now = mb_thread_ivcsw(), wait = mb_thread_wait_ns();
+    long long end = now_ns(), run, wait;
+    long long now = mb_thread_ivcsw();
+    mb_thread_sched_ns(&run, &wait);
     d->ivcsw[t] = now >= 0 && d->ivcsw0[t] >= 0 ? (int)(now - d->ivcsw0[t]) : -1;
     d->wait[t] = wait >= 0 && d->wait0[t] >= 0 ? wait - d->wait0[t] : -1;
+    d->run[t] = run >= 0 && d->run0[t] >= 0 ? run - d->run0[t] : -1;
+    d->span[t] = d->start[t] >= 0 ? end - d->start[t] : -1;
 }
 
 void mb_disturb_end(mb_disturb_t *d, int clock)
@@ -202,6 +234,7 @@ void mb_disturb_keys(struct jbuf *b, const mb_disturb_t *d)
         kv_null(b, "disturb_timed_s");
         kv_null(b, "disturb_nivcsw");
         kv_null(b, "disturb_wait_s");
+        kv_null(b, "disturb_lost_s");
         kv_null(b, "disturb_steal_s");
         kv_null(b, "disturb_steal_cpus");
         kv_null(b, "disturb_others_running");
@@ -224,6 +257,20 @@ void mb_disturb_keys(struct jbuf *b, const mb_disturb_t *d)
         kv_doubles(b, "disturb_wait_s", w, d->nthreads);
     else
         kv_null(b, "disturb_wait_s");
+    /* each thread's time neither run nor waited between its readings (steal
+     * while it ran, interrupts; a thread asleep at a barrier also counts) */
+    int lost = waits && w;
+    for (int t = 0; t < d->nthreads && lost; t++) {
+        lost &= d->run[t] >= 0 && d->span[t] >= 0;
+        if (lost) {
+            long long gone = d->span[t] - d->run[t] - d->wait[t];
+            w[t] = (double)(gone > 0 ? gone : 0) * 1e-9;
+        }
+    }
+    if (lost)
+        kv_doubles(b, "disturb_lost_s", w, d->nthreads);
+    else
+        kv_null(b, "disturb_lost_s");
     free(w);
     kv_double(b, "disturb_steal_s", d->steal_s);
     kv_ints(b, "disturb_steal_cpus", d->cpus, d->ncpus);

@@ -5,8 +5,11 @@
  *   - each measuring thread's involuntary context switches
  *     (getrusage(RUSAGE_THREAD) ru_nivcsw) and the time it waited runnable
  *     while another task had its CPU (/proc/thread-self/schedstat
- *     run_delay), read by that thread itself just before and just after
- *     its part of the region;
+ *     run_delay), and the time it ran (schedstat's first field), read by
+ *     that thread itself just before and just after its part of the
+ *     region; its own span between those readings less both is the time
+ *     it lost unaccounted (steal, interrupts: "lost"), in ns where
+ *     /proc/stat's steal counts 10 ms ticks;
  *   - the steal time of the region's CPUs and the runnable tasks of the
  *     machine (/proc/stat: cpuN steal, procs_running), by the caller;
  *   - the caller's core clock before and after (cpu.c), where measurable.
@@ -25,6 +28,8 @@ typedef struct mb_disturb {
     long long *ivcsw0;          /* per thread, at its begin */
     int *ivcsw;                 /* delta per thread; -1 = not recorded */
     long long *wait0, *wait;    /* run_delay ns per thread: at begin, delta; -1 = not recorded */
+    long long *run0, *run;      /* schedstat run time ns per thread: at begin, delta; -1 = not recorded */
+    long long *start, *span;    /* CLOCK_MONOTONIC ns per thread between its readings */
     int ncpus, cpus[MB_DISTURB_MAX_CPUS];
     long long steal0;           /* ticks; -1 = no steal field */
     double steal_s;             /* NAN = not recorded */
@@ -39,6 +44,10 @@ long long mb_thread_ivcsw(void);
 /* The calling thread's time spent runnable but waiting for a CPU so far,
  * ns (schedstat run_delay); -1 when the kernel does not say. */
 long long mb_thread_wait_ns(void);
+/* Both of the calling thread's schedstat times so far, ns: 0, or -1 when
+ * the kernel does not say ("0 0 0": sched_info off, where a thread that
+ * has run would read a run time). */
+int mb_thread_sched_ns(long long *run, long long *wait);
 
 /* The calling CPU's core clock in GHz for the before/after comparison
  * (NaN off x86-64): robust to a pause of the host's shorter than ~10 ms. */

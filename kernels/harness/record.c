@@ -238,6 +238,18 @@ void emit_record(const options_t *o, const run_t *r, int i)
     }
     kv_tail(&b, r, r->t_end, placed, report_bw ? tmin : -1.0);
     mb_disturb_keys(&b, ran ? &r->disturb : NULL);
+    /* per kept iteration, beside "seconds": the disturbed rule judges the
+     * iteration the statistic came from (core/disturbance.py) */
+    int iterations = report_bw && r->iter_wait[i] && r->iter_shared[i];
+    for (int j = 1; j < o->ntimes && iterations; j++)
+        iterations &= r->iter_wait[i][j] >= 0;
+    if (iterations) {
+        kv_doubles(&b, "disturb_iter_wait_s", r->iter_wait[i] + 1, nkeep);
+        kv_ints(&b, "disturb_iter_shared", r->iter_shared[i] + 1, nkeep);
+    } else {
+        kv_null(&b, "disturb_iter_wait_s");
+        kv_null(&b, "disturb_iter_shared");
+    }
     jb_raw(&b, "}\n");
     fputs(b.s, stdout);
     free(b.s);
