@@ -35,15 +35,18 @@
  *            first: a fixed forward stride (--stride, default 64), what the
  *            hardware prefetchers follow; the contrast to random.
  *
- * Sweep: working sets from --sweep-from up to and including --size,
- * --points-per-octave log-spaced points per doubling (rounded down to whole
- * pointer slots).  Per working set: a calibration run (also the warm-up) sizes a
+ * Sweep: working sets from --sweep-from up to --size, --points-per-octave
+ * log-spaced points per doubling (rounded down to whole pointer slots); op
+ * random stops once the answer is in (chase_sweep.h: the memory latency
+ * held flat past the caches), when the repetition's budget is spent, or at
+ * --size; its last record says which (sweep_end).  The other ops cover the
+ * working sets op random measured.  Per working set: a calibration run (also the warm-up) sizes a
  * chunk of dependent loads to take >= --chunk-ms (default 10 ms, far above the
  * timer granularity); then the cycle is walked (chase_walk.c), each walk
  * from the same pointer and cut into the same stretches of >= one chunk
  * (at most 128 per walk; a cycle shorter than a chunk: whole cycles filling
  * one chunk), at least 3 walks and at least --ntimes - 1 chunks, more walks
- * (at most 8, none started after 10 s) while under 90 % of the stretches
+ * (at most 8, none started after 2 s: the point's budget) while under 90 % of the stretches
  * have a second walk within 2 % of their fastest.  About 7 s at 1 GiB.
  * ns_per_load is the stretch-min-mean: each stretch's fastest walk, summed
  * over the stretches, per load of a walk.  Neighbours only add time, so the
@@ -55,10 +58,13 @@
  * core_ghz: the chasing CPU's clock, measured once per run (cpu_clock.c).
  *
  * The chasing thread is pinned (the harness pins it to the first allowed CPU
- * under --affinity none) and first-touches the whole mapping itself.
+ * under --affinity none) and first-touches the mapping itself, as far as
+ * the sweep has gone: a sweep that stops early never allocates the rest.
+ * Each record says the loads behind it (timed_loads) and its seconds.
  */
 #define _GNU_SOURCE
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +76,7 @@
 #include "families.h"
 #include "chase_cycle.h"
 #include "chase_walk.h"
+#include "chase_sweep.h"
 
 #define CHASE_MAX_POINTS 4096
 
@@ -129,6 +136,161 @@ static int sweep_points(size_t from, size_t size, int ppo, size_t line, size_t *
     return n;
 }
 
+/* One run's sweep: what every point needs. */
+typedef struct sweep {
+    mb_run_ctx_t *ctx;
+    mb_chase_mem_t *mem;
+    size_t spacing, stride, group, line, from, llc_bytes;
+    unsigned long long seed;
+    double chunk_ns, core_ghz;
+    int ppo, levels, nws;
+    const size_t *ws;
+    mb_disturb_t dist; /* around each point's timed walks */
+    /* op random as judged so far: touched-line bytes and ns of its ok points */
+    int judge, nok;
+    double lines[CHASE_MAX_POINTS], ns[CHASE_MAX_POINTS];
+    long long t0;    /* when op random's first point began */
+    const char *end; /* why the sweep ended (chase_sweep.h), NULL while it goes on */
+} sweep_t;
+
+static const char *judge_point(sweep_t *sw, int w, double ns);
+
+/* Measure working set ws[w] with op k and emit its record; the ns per load
+ * (NAN when it failed).  While op random is judged (sw->judge), the rule
+ * decides sw->end before the record goes out: its sweep_end key. */
+static double measure_point(sweep_t *sw, const mb_kernel_t *k, int w)
+{
+    mb_run_ctx_t *ctx = sw->ctx;
+    int random = strcmp(k->op, "random") == 0;
+    size_t wsz = sw->ws[w], spacing = sw->spacing, stride = sw->stride;
+    char *base = sw->mem->map.addr;
+    unsigned *order = sw->mem->order;
+    mb_point_t pt;
+    memset(&pt, 0, sizeof pt);
+    pt.op = k;
+    pt.size_bytes = wsz;
+    pt.bytes_per_iter = pt.bytes_per_iter_wa = -1;
+    pt.gbps = pt.gbps_mean = pt.gbps_wa = NAN;
+    mb_mapping_t sub = sw->mem->map;
+    sub.used = wsz;
+    pt.maps = &sub;
+    pt.nmaps = 1;
+
+    size_t n, unit = random ? spacing : stride;
+    int ok;
+    long long tb = mb_clock_ns(CLOCK_MONOTONIC);
+    mb_chase_mem_touch(sw->mem, wsz);
+    if (random) {
+        n = mb_chase_build_random(base, wsz, spacing, sw->group, sw->seed, order);
+        if (ctx->test_corrupt)
+            mb_chase_break(base, n, spacing, order);
+        ok = mb_chase_verify_order(base, n, spacing, order, pt.reason, sizeof pt.reason);
+    } else {
+        n = mb_chase_build_stride(base, wsz, stride);
+        if (ctx->test_corrupt)
+            mb_chase_break(base, n, stride, NULL);
+        ok = mb_chase_verify_stride(base, n, stride, pt.reason, sizeof pt.reason);
+    }
+    pt.elements = n;
+    pt.valid = ok;
+    double build_s = (double)(mb_clock_ns(CLOCK_MONOTONIC) - tb) * 1e-9;
+    long long tt = mb_clock_ns(CLOCK_MONOTONIC);
+    mb_chase_walks_t wk;
+    double ns = NAN;
+    if (ok) {
+        void *p = base + (random ? mb_chase_slot_at(order[0], spacing) : 0);
+        mb_disturb_self_begin(&sw->dist, ctx->plan[0]);
+        mb_chase_walk(&p, sw->chunk_ns, ctx->ntimes, MB_CHASE_MAX_WALKS, n, sw->mem->secs, &wk);
+        mb_disturb_self_end(&sw->dist);
+        pt.disturb = &sw->dist;
+        if (!wk.closed) {
+            pt.valid = ok = 0;
+            snprintf(pt.reason, sizeof pt.reason, "validation failed: a timed walk "
+                     "of %zu loads did not end where it started", wk.walk_loads);
+        }
+        pt.secs = sw->mem->secs;
+        pt.nsecs = wk.walks * wk.stretches;
+    }
+    if (ok) {
+        mb_chase_latency_keys(&pt, &wk, sw->mem->sorted, n);
+        ns = mb_chase_stretch_min_mean(sw->mem->secs, wk.walks, wk.stretches, wk.walk_loads);
+        fprintf(stderr, "chase %-6s %12zu bytes: %8.2f ns/load (%s), %d walks x %d "
+                        "stretches; build+verify %.3f s, timing %.3f s\n",
+                k->op, wsz, ns, MB_CHASE_STATISTIC, wk.walks, wk.stretches, build_s,
+                (double)(mb_clock_ns(CLOCK_MONOTONIC) - tt) * 1e-9);
+        /* the loads behind this point: every timed walk */
+        mb_point_int(&pt, "timed_loads", (long long)(wk.walk_loads * (size_t)wk.walks));
+    } else {
+        pt.status = MB_FAILED;
+        mb_chase_latency_keys(&pt, NULL, NULL, n);
+        mb_point_null(&pt, "timed_loads");
+        fprintf(stderr, "chase %-6s %12zu bytes: %s\n", k->op, wsz, pt.reason);
+    }
+    mb_point_dbl(&pt, "point_seconds", (double)(mb_clock_ns(CLOCK_MONOTONIC) - tb) * 1e-9);
+    mb_point_int(&pt, "working_set_bytes", (long long)wsz);
+    mb_point_int(&pt, "cycle_length", (long long)n);
+    mb_point_int(&pt, "line_bytes", (long long)sw->line);
+    mb_point_dbl(&pt, "core_ghz", sw->core_ghz);
+    if (random) {
+        mb_point_int(&pt, "pointer_spacing_bytes", (long long)spacing);
+        mb_point_null(&pt, "stride_bytes");
+        mb_chase_group_keys(&pt, sw->group, n * spacing);
+    } else {
+        mb_point_null(&pt, "pointer_spacing_bytes");
+        mb_point_int(&pt, "stride_bytes", (long long)unit);
+        mb_point_null(&pt, "group_bytes");
+        mb_point_null(&pt, "group_full");
+    }
+    mb_point_int(&pt, "seed", (long long)sw->seed);
+    mb_point_dbl(&pt, "chunk_ms", sw->chunk_ns / 1e6);
+    mb_point_int(&pt, "sweep_from", (long long)sw->from);
+    mb_point_int(&pt, "points_per_octave", sw->ppo);
+    const char *sweep_end = NULL;
+    if (random && sw->judge)
+        sweep_end = sw->end = judge_point(sw, w, ns);
+    if (sweep_end)
+        mb_point_str(&pt, "sweep_end", sweep_end);
+    else
+        mb_point_null(&pt, "sweep_end");
+    ctx->emit(ctx, &pt);
+    return ns;
+}
+
+/* Op random over the working sets until the answer is in (chase_sweep.h),
+ * the repetition's budget is spent or --size is reached; the number of
+ * working sets measured.  Each point is judged before its record is
+ * emitted (measure_point), so the last one says why the sweep ended. */
+static int sweep_random(sweep_t *sw, const mb_kernel_t *k)
+{
+    sw->judge = 1, sw->nok = 0, sw->end = NULL;
+    sw->t0 = mb_clock_ns(CLOCK_MONOTONIC);
+    int measured = 0;
+    while (measured < sw->nws && !sw->end)
+        measure_point(sw, k, measured++);
+    sw->judge = 0;
+    return measured;
+}
+
+/* After op random's point w (ns NAN: failed): why the sweep ends there, or
+ * NULL to go on. */
+static const char *judge_point(sweep_t *sw, int w, double ns)
+{
+    if (!isnan(ns)) {
+        /* caches hold lines: the rule sees touched-line bytes */
+        sw->lines[sw->nok] = (double)sw->ws[w] / (double)sw->spacing * (double)sw->line;
+        sw->ns[sw->nok++] = ns;
+        int first;
+        if (mb_sweep_answer_in(sw->lines, sw->ns, sw->nok, sw->levels,
+                               (double)sw->llc_bytes, &first))
+            return MB_SWEEP_END_HELD;
+    }
+    if (w == sw->nws - 1)
+        return MB_SWEEP_END_SIZE;
+    if ((double)(mb_clock_ns(CLOCK_MONOTONIC) - sw->t0) * 1e-9 >= MB_SWEEP_REPETITION_S)
+        return MB_SWEEP_END_BUDGET;
+    return NULL;
+}
+
 int mb_chase_run(mb_run_ctx_t *ctx)
 {
     const long long *opt = ctx->opt;
@@ -177,106 +339,32 @@ int mb_chase_run(mb_run_ctx_t *ctx)
     int nws = sweep_points(from, size, ppo, spacing, ws, CHASE_MAX_POINTS);
 
     /* memory: one mapping of --size, policy before first touch, touched by
-     * the chasing (pinned) thread */
+     * the chasing (pinned) thread as the sweep grows: a sweep that stops
+     * when the answer is in never touches the rest */
     mb_chase_mem_t mem;
-    int st = mb_chase_mem_open(ctx, size, spacing, (size_t)MB_CHASE_CHUNK_CAP(ctx->ntimes), &mem);
+    int st = mb_chase_mem_open_untouched(ctx, size, spacing,
+                                         (size_t)MB_CHASE_CHUNK_CAP(ctx->ntimes), &mem);
     if (st != MB_OK)
         return st;
-    /* the clock of the chasing CPU: this thread, pinned by the harness */
-    double core_ghz = mb_core_ghz();
-    char *base = mem.map.addr;
-    unsigned *order = mem.order;
-    double *secs = mem.secs, *sorted = mem.sorted;
-    mb_disturb_t dist; /* around each point's timed walks */
-    memset(&dist, 0, sizeof dist);
+    static sweep_t sw; /* its point arrays are large */
+    sw = (sweep_t){.ctx = ctx, .mem = &mem, .spacing = spacing, .stride = stride,
+                  .group = group, .seed = seed, .chunk_ns = chunk_ns, .from = from,
+                  .ppo = ppo, .line = line, .ws = ws, .nws = nws,
+                  /* the clock of the chasing CPU: this thread, pinned by the harness */
+                  .core_ghz = mb_core_ghz()};
+    sw.judge = 0;
+    sw.levels = mb_sweep_cache_levels(sched_getcpu(), &sw.llc_bytes);
 
-    for (int i = 0; i < ctx->nops; i++) {
-        if (!ctx->op_ok[i])
-            continue;
-        const mb_kernel_t *k = ctx->ops[i];
-        int random = strcmp(k->op, "random") == 0;
-        for (int w = 0; w < nws; w++) {
-            mb_point_t pt;
-            memset(&pt, 0, sizeof pt);
-            pt.op = k;
-            pt.size_bytes = ws[w];
-            pt.bytes_per_iter = pt.bytes_per_iter_wa = -1;
-            pt.gbps = pt.gbps_mean = pt.gbps_wa = NAN;
-            mb_mapping_t sub = mem.map;
-            sub.used = ws[w];
-            pt.maps = &sub;
-            pt.nmaps = 1;
-
-            size_t n, unit = random ? spacing : stride;
-            int ok;
-            long long tb = mb_clock_ns(CLOCK_MONOTONIC);
-            if (random) {
-                n = mb_chase_build_random(base, ws[w], spacing, group, seed, order);
-                if (ctx->test_corrupt)
-                    mb_chase_break(base, n, spacing, order);
-                ok = mb_chase_verify_order(base, n, spacing, order, pt.reason,
-                                           sizeof pt.reason);
-            } else {
-                n = mb_chase_build_stride(base, ws[w], stride);
-                if (ctx->test_corrupt)
-                    mb_chase_break(base, n, stride, NULL);
-                ok = mb_chase_verify_stride(base, n, stride, pt.reason, sizeof pt.reason);
-            }
-            pt.elements = n;
-            pt.valid = ok;
-            double build_s = (double)(mb_clock_ns(CLOCK_MONOTONIC) - tb) * 1e-9;
-            long long tt = mb_clock_ns(CLOCK_MONOTONIC);
-            mb_chase_walks_t wk;
-            if (ok) {
-                void *p = base + (random ? mb_chase_slot_at(order[0], spacing) : 0);
-                mb_disturb_self_begin(&dist, ctx->plan[0]);
-                mb_chase_walk(&p, chunk_ns, ctx->ntimes, MB_CHASE_MAX_WALKS, n, secs, &wk);
-                mb_disturb_self_end(&dist);
-                pt.disturb = &dist;
-                if (!wk.closed) {
-                    pt.valid = ok = 0;
-                    snprintf(pt.reason, sizeof pt.reason, "validation failed: a timed walk "
-                             "of %zu loads did not end where it started", wk.walk_loads);
-                }
-                pt.secs = secs;
-                pt.nsecs = wk.walks * wk.stretches;
-            }
-            if (ok) {
-                mb_chase_latency_keys(&pt, &wk, sorted, n);
-                fprintf(stderr, "chase %-6s %12zu bytes: %8.2f ns/load (%s), %d walks x %d "
-                                "stretches; build+verify %.3f s, timing %.3f s\n",
-                        k->op, ws[w], mb_chase_stretch_min_mean(secs, wk.walks, wk.stretches,
-                                                                wk.walk_loads),
-                        MB_CHASE_STATISTIC, wk.walks, wk.stretches, build_s,
-                        (double)(mb_clock_ns(CLOCK_MONOTONIC) - tt) * 1e-9);
-            }
-            if (!ok) {
-                pt.status = MB_FAILED;
-                mb_chase_latency_keys(&pt, NULL, NULL, n);
-                fprintf(stderr, "chase %-6s %12zu bytes: %s\n", k->op, ws[w], pt.reason);
-            }
-            mb_point_int(&pt, "working_set_bytes", (long long)ws[w]);
-            mb_point_int(&pt, "cycle_length", (long long)n);
-            mb_point_int(&pt, "line_bytes", (long long)line);
-            mb_point_dbl(&pt, "core_ghz", core_ghz);
-            if (random) {
-                mb_point_int(&pt, "pointer_spacing_bytes", (long long)spacing);
-                mb_point_null(&pt, "stride_bytes");
-                mb_chase_group_keys(&pt, group, n * spacing);
-            } else {
-                mb_point_null(&pt, "pointer_spacing_bytes");
-                mb_point_int(&pt, "stride_bytes", (long long)unit);
-                mb_point_null(&pt, "group_bytes");
-                mb_point_null(&pt, "group_full");
-            }
-            mb_point_int(&pt, "seed", (long long)seed);
-            mb_point_dbl(&pt, "chunk_ms", chunk_ns / 1e6);
-            mb_point_int(&pt, "sweep_from", (long long)from);
-            mb_point_int(&pt, "points_per_octave", ppo);
-            ctx->emit(ctx, &pt);
-        }
-    }
+    /* op random first: the other ops cover the working sets it measured */
+    int upto = nws;
+    for (int i = 0; i < ctx->nops; i++)
+        if (ctx->op_ok[i] && strcmp(ctx->ops[i]->op, "random") == 0)
+            upto = sweep_random(&sw, ctx->ops[i]);
+    for (int i = 0; i < ctx->nops; i++)
+        if (ctx->op_ok[i] && strcmp(ctx->ops[i]->op, "random") != 0)
+            for (int w = 0; w < upto; w++)
+                measure_point(&sw, ctx->ops[i], w);
     mb_chase_mem_close(&mem);
-    mb_disturb_free(&dist);
+    mb_disturb_free(&sw.dist);
     return MB_OK;
 }

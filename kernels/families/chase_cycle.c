@@ -194,6 +194,25 @@ void mb_chase_break(char *base, size_t n, size_t line, const unsigned *order)
 int mb_chase_mem_open(mb_run_ctx_t *ctx, size_t size, size_t line, size_t chunks,
                       mb_chase_mem_t *m)
 {
+    int st = mb_chase_mem_open_untouched(ctx, size, line, chunks, m);
+    if (st == MB_OK)
+        mb_chase_mem_touch(m, size);
+    return st;
+}
+
+void mb_chase_mem_touch(mb_chase_mem_t *m, size_t upto)
+{
+    if (upto > m->map.len)
+        upto = m->map.len;
+    if (upto > m->touched) {
+        memset((char *)m->map.addr + m->touched, 0, upto - m->touched);
+        m->touched = upto;
+    }
+}
+
+int mb_chase_mem_open_untouched(mb_run_ctx_t *ctx, size_t size, size_t line, size_t chunks,
+                                mb_chase_mem_t *m)
+{
     memset(m, 0, sizeof *m);
     int st = mb_map((mb_pages_kind_t)ctx->pages, size, 1, &m->map, ctx->reason,
                     sizeof ctx->reason);
@@ -202,7 +221,6 @@ int mb_chase_mem_open(mb_run_ctx_t *ctx, size_t size, size_t line, size_t chunks
                              sizeof ctx->reason);
     if (st != MB_OK)
         return st;
-    memset(m->map.addr, 0, size);
     m->order = malloc(sizeof(unsigned) * (size / line));
     m->secs = malloc(sizeof(double) * chunks);
     m->sorted = malloc(sizeof(double) * chunks);

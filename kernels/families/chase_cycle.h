@@ -77,11 +77,18 @@ typedef struct mb_chase_mem {
     unsigned *order; /* size / line entries */
     double *secs;    /* MB_CHASE_CHUNK_CAP(ntimes) chunk times */
     double *sorted;  /* scratch of the same size for the chunk statistics */
+    size_t touched;  /* bytes of map first-touched so far (from its start) */
 } mb_chase_mem_t;
 /* Maps, applies ctx's policy, touches and allocates; MB_OK, or a status
  * with ctx->reason set and nothing left allocated. */
 MB_WEAK int mb_chase_mem_open(mb_run_ctx_t *ctx, size_t size, size_t line, size_t chunks,
                               mb_chase_mem_t *m);
+/* The same, touching nothing yet: the sweep touches as it grows
+ * (mb_chase_mem_touch), so a sweep that stops early never allocates the rest. */
+MB_WEAK int mb_chase_mem_open_untouched(mb_run_ctx_t *ctx, size_t size, size_t line,
+                                        size_t chunks, mb_chase_mem_t *m);
+/* First-touch the map up to `upto` bytes (by this, the chasing thread). */
+MB_WEAK void mb_chase_mem_touch(mb_chase_mem_t *m, size_t upto);
 MB_WEAK void mb_chase_mem_close(mb_chase_mem_t *m);
 /* Test only: break the cycle (one line points to itself). */
 MB_WEAK void mb_chase_break(char *base, size_t n, size_t line, const unsigned *order);

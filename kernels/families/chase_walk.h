@@ -21,7 +21,7 @@
 #define MB_CHASE_MIN_WALKS 3        /* timed walks at least */
 #define MB_CHASE_MAX_WALKS 8        /* walks added while unconfirmed, up to */
 #define MB_CHASE_MAX_STRETCHES 128  /* chunks per walk at most (longer chunks beyond) */
-#define MB_CHASE_EXTEND_S 10.0      /* no walk added once the timed chunks took this */
+#define MB_CHASE_EXTEND_S 2.0       /* a point's budget: no walk added once its timed chunks took this */
 #define MB_CHASE_CONFIRM_REL 0.02   /* a stretch is confirmed when its second-fastest */
 #define MB_CHASE_CONFIRM_FRAC 0.9   /* walk is within 2 %; 90 % confirmed: done */
 /* chunk-time buffer: ntimes + every walk a run may add */

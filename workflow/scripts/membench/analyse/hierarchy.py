@@ -8,7 +8,9 @@ latency (membench.analyse.concurrency.memory_latency, issue 38: a plateau
 opening at 2-4 x the LLC takes in points where some lines still hit).
 A sweep that stops short of 8 x the LLC falls back to the final flat
 plateau that extends to the largest working set, past the sysfs last-level
-cache (issue 30), flagged: where it begins well before the sysfs LLC (a
+cache (issue 30) or past a plateau of every cache level sysfs names (the
+caches end early), flagged unless the sweep held flat by its stop rule
+(membench.plan.latency_sweep, docs/latency_sweep.md, issue 41): where it begins well before the sysfs LLC (a
 VM's share of a host L3 ends early), the row says so with both figures. The other plateaus
 are named by the cache sizes sysfs reports, which are annotations: the
 smallest level whose size holds the plateau's last working set. A level
@@ -29,7 +31,7 @@ import pandas as pd
 
 from membench.analyse.concurrency import PAGE_BYTES, memory_latency, memory_latency_text
 from membench.plan.grammar import DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING, group_text, size_text
-from membench.plan import families
+from membench.plan import families, latency_sweep
 
 # A point belongs to the plateau in hand while its latency lies within
 # FLAT of the plateau's median (in log terms); one stray point is forgiven
@@ -116,12 +118,15 @@ def cache_levels(topology: dict) -> list[tuple[str, int]]:
 
 def memory_plateau(found: list[Plateau], levels: list[tuple[str, int]]) -> Plateau | None:
     """The final flat plateau, when it extends to the largest working set
-    and that lies past the sysfs last-level cache: memory, wherever the
-    plateau begins (the sysfs sizes are annotations)."""
+    and that lies past the sysfs last-level cache, or when every cache level
+    sysfs names had its own plateau before it (the caches ended early; the
+    sweep's stop rule ends it there): memory, wherever the plateau begins
+    (the sysfs sizes are annotations)."""
     if not found or found[-1].next_bytes is not None:
         return None
     llc = levels[-1][1] if levels else 0
-    return found[-1] if found[-1].last_bytes > llc else None
+    every_level = bool(levels) and len(found) - 1 >= len(levels)
+    return found[-1] if found[-1].last_bytes > llc or every_level else None
 
 
 def name_plateaus(found: list[Plateau], levels: list[tuple[str, int]]) -> dict[str, Plateau | None]:
@@ -148,10 +153,11 @@ def name_plateaus(found: list[Plateau], levels: list[tuple[str, int]]) -> dict[s
     return named
 
 
-def memory_reach(largest: int | None, llc: int | None) -> str | None:
+def memory_reach(largest: int | None, llc: int | None, held: bool = False) -> str | None:
     """Why a memory latency at this working set (bytes of lines) may not be
-    past the caches, or None when it is: at least LLC_REACH x the LLC."""
-    if not llc or largest is None or largest >= LLC_REACH * llc:
+    past the caches, or None when it is: at least LLC_REACH x the LLC, or
+    the sweep held flat past the caches by its stop rule (`held`)."""
+    if held or not llc or largest is None or largest >= LLC_REACH * llc:
         return None
     return (
         f"⚑ largest working set {size_text(largest)} of lines is short of {LLC_REACH} × the LLC "
@@ -159,7 +165,8 @@ def memory_reach(largest: int | None, llc: int | None) -> str | None:
     )
 
 
-def memory_derivation(plateau: Plateau | None, llc: int | None, largest: int | None, before: Plateau | None, note: str = "") -> str:
+def memory_derivation(plateau: Plateau | None, llc: int | None, largest: int | None, before: Plateau | None, note: str = "",
+                      held: bool = False) -> str:
     """How the memory row was found, or why it was not."""
     if plateau is None:
         if largest is not None and llc and largest <= llc:
@@ -183,7 +190,12 @@ def memory_derivation(plateau: Plateau | None, llc: int | None, largest: int | N
                 + (f" (the last cache plateau ends at {size_text(cache_end)})" if cache_end else "")
                 + f" against a sysfs LLC of {size_text(llc)}: an effective cache smaller than reported (a VM's share of a host L3?)"
             )
-    if (flag := memory_reach(largest, llc)) is not None:
+    if held:
+        text += (
+            f"; the sweep stopped once it held within {latency_sweep.HELD:.0%} over {latency_sweep.SPAN_OCTAVES} "
+            "doublings past the caches (docs/latency_sweep.md)"
+        )
+    if (flag := memory_reach(largest, llc, held)) is not None:
         text += f"; {flag}"
     return text
 
@@ -335,6 +347,9 @@ def hierarchy(
             lines = touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
             found = plateaus(lines.values, curve.values)
             named = name_plateaus(found, levels)
+            held = named[MEMORY] is not None and latency_sweep.answer_in(
+                lines.values, curve.values, len(levels), levels[-1][1] if levels else None
+            )
             note = (
                 f" of lines (one pointer per {int(spacing)} B: spans {int(spacing) // line_bytes}× larger)"
                 if lines.ne(curve.index.to_series()).any() else ""
@@ -349,14 +364,14 @@ def hierarchy(
                     ns, text = past_llc["ns"], memory_latency_text(past_llc, llc, llc_plateau.ns if llc_plateau else None) + note
                 elif name == MEMORY:
                     before = found[found.index(plateau) - 1] if plateau is not None and found.index(plateau) > 0 else None
-                    text = memory_derivation(plateau, llc, int(lines.max()), before, note)
+                    text = memory_derivation(plateau, llc, int(lines.max()), before, note, held)
                 else:
                     text = derivation(name, plateau, sizes, int(lines.max()), note)
                 row["per_pages"][page] = {
                     "ns": ns,
                     "cycles": _cycles(ns, clock["ghz"]),
                     "derivation": text,
-                    **({"flag": memory_reach(int(lines.max()), llc), "largest_lines": int(lines.max()),
+                    **({"flag": memory_reach(int(lines.max()), llc, held), "largest_lines": int(lines.max()),
                         "reached": ns is not None or not llc or int(lines.max()) > llc} if name == MEMORY else {}),
                 }  # fmt: skip
         matrix_rows = matrix_memory_rows(cells, system)

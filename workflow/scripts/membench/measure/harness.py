@@ -19,7 +19,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from membench import SCHEMA_VERSION, __version__
-from membench.plan import c2c_pairs, families
+from membench.plan import c2c_pairs, families, latency_sweep
 from membench.measure import loaded_cpus, memory, options
 from membench.plan import variants
 from membench.plan.request import Request
@@ -48,21 +48,16 @@ def auto_size(topology: dict) -> int:
     return max(4 * llc_total_bytes(topology), AUTO_SIZE_FLOOR)
 
 
-# The chase's default reach: its touched lines go this many times past the
-# LLC instance the chasing CPU uses, so that the memory plateau has points
-# (issue 30); DESIGN section 5.
-CHASE_LLC_REACH = 8
-
-
 def chase_auto_size(topology: dict, spacing: int, available: int | None = None) -> int:
-    """The chase's `size: auto`: a working set whose touched lines (one
-    line per pointer, one pointer per `spacing` bytes) are CHASE_LLC_REACH x
-    the chasing CPU's LLC instance (topology llc_bytes, cpu0's), at least
-    the STREAM floor; bounded by half the memory this process may still
-    allocate, in whole pointer slots."""
+    """The chase's `size: auto`: the most its sweep may reach, the stated
+    rule's (membench.plan.latency_sweep.reach_bytes: touched lines 16 x the
+    chasing CPU's LLC instance, topology llc_bytes, at least 1 GiB); the
+    sweep stops before it once the answer is in, and touches only what it
+    measured. Bounded by half the memory this process may still allocate,
+    in whole pointer slots."""
     llc = topology.get("llc_bytes") or 0
     line = topology.get("line_bytes") or 64
-    size = max(CHASE_LLC_REACH * llc * max(spacing, line) // line, AUTO_SIZE_FLOOR)
+    size = latency_sweep.reach_bytes(llc, spacing, line)
     if available:
         size = min(size, available // 2)
     return max(size // spacing * spacing, spacing)
