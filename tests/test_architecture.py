@@ -16,7 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "workflow" / "scripts" / "membench"
 # The order the data flows; a module imports its own stage and those before it.
-STAGES = ["core", "plan", "probe", "measure", "store", "analyse", "figures", "report", "compare"]
+STAGES = ["core", "plan", "probe", "measure", "store", "analyse", "findings", "figures", "report", "compare"]
 
 
 def modules() -> dict[str, Path]:
@@ -83,6 +83,19 @@ def test_no_private_name_crosses_a_module():
     assert crossing == []
 
 
+def test_report_formats_only():
+    """The report and the terminal format the findings stage's files:
+    report/ imports nothing that computes (analyse, findings, figures),
+    only core's formatters and files (README, "Findings")."""
+    mods = modules()
+    computing = []
+    for name, path in mods.items():
+        if stage(name) != "report":
+            continue
+        computing += [f"{name} imports {dep}" for dep in imports_of(path, set(mods)) if stage(dep) not in ("core", "report")]
+    assert computing == []
+
+
 def test_no_circles():
     mods = modules()
     graph = {name: imports_of(path, set(mods)) - {name} for name, path in mods.items()}
@@ -138,7 +151,7 @@ def test_planning_loads_no_measurement_analysis_or_plotting():
                        "print('\\n'.join(sorted(sys.modules)))"])
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     forbidden = [m for m in loaded if m.split(".")[0] in ("pandas", "numpy", "matplotlib", "seaborn", "scipy")
-                 or stage(m) in ("measure", "store", "analyse", "figures", "report", "compare")]
+                 or stage(m) in ("measure", "store", "analyse", "findings", "figures", "report", "compare")]
     assert forbidden == [], f"planning loads {forbidden}"
 
 

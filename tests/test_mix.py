@@ -16,7 +16,7 @@ import pytest
 from membench.plan import checks as config_checks
 from membench.plan import variants
 from membench.analyse.injection import MIXES, injection_table, loaded_little_table
-from membench.report.tables import tables_for
+from membench.findings.tables import tables_for
 
 from test_variants import KERNELS, TABLE
 

@@ -139,7 +139,7 @@ def test_oversubscribed_runs_of_the_os_placement_are_found(planted):
 
 
 def test_the_first_screen_line_of_a_cell_with_few_runs_says_its_spread():
-    from membench.report.headline import experiment_verdicts
+    from membench.findings.headline import experiment_verdicts
 
     cells = pd.DataFrame({"experiment": ["e", "e"], "cell": ["e/a", "e/b"], "kernel": ["stream"] * 2,
                           "n_skipped": [0, 0], "n_failed": [0, 0]})  # fmt: skip

@@ -292,7 +292,8 @@ def test_a_bandwidth_pair_takes_the_latency_of_its_own_pair():
 
 
 def test_report_renders_the_matrices_with_settings(tmp_path):
-    from membench.report.render import build_context, make_environment
+    from membench.report.render import make_environment
+    from report_context import context_of
 
     topo = make_topology(4, memory_only=(3,))
     cells, problems = summarised(topo)
@@ -303,7 +304,7 @@ def test_report_renders_the_matrices_with_settings(tmp_path):
 
     env = {**read_environment(), "numa_balancing": 1, "zone_reclaim_mode": 0, "thp_enabled": "madvise", "thp_defrag": "madvise",
            "hugepages": {"2048kB": {"nr": 0, "free": 0}}, "prefetchers": "unknown: the msr module is not loaded"}  # fmt: skip
-    context = build_context(
+    context = context_of(
         config=config, cells=cells, problems=problems, figures={}, systems={"big": {"topology": topo, "environment": env}},
         provenance={"membench_version": "test", "commit": "test", "config_hash": "0", "snakemake_version": "9",
                     "rendered_at": "now"},
@@ -350,7 +351,7 @@ def test_no_module_writes_system_settings():
 
 
 def test_first_screen_names_the_matrix_latencies_in_two_lines():
-    from membench.report.headline import idle_latency_entries
+    from membench.findings.headline import idle_latency_entries
 
     topo = make_topology(8, memory_only=(7,))
     cells, _ = summarised(topo, repeats=1)

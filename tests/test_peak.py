@@ -17,6 +17,7 @@ from membench.plan import grammar
 from membench.analyse import peak
 from membench.figures import peak_lines
 from membench.report import render as report
+from report_context import context_of
 from membench.analyse import stats
 from membench.probe import topology
 from membench.plan import variants
@@ -207,7 +208,7 @@ def render(systems_config: dict | None, environment: dict) -> str:
     config = {"experiments": {"numa": {"kernel": "stream", "policy": ["default", "remote", "interleave:all"]}, "lat": {"kernel": "chase"}}}
     if systems_config:
         config["systems"] = systems_config
-    context = report.build_context(
+    context = context_of(
         config=config, cells=cells, problems=stats.problem_cells(pd.DataFrame([record()])), figures={},
         systems={"box": {"topology": TOPOLOGY, "environment": environment}},
         provenance={"membench_version": "t", "commit": "abc", "config_hash": "h", "snakemake_version": "9", "rendered_at": "now"},

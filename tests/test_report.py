@@ -10,6 +10,7 @@ import pytest
 from markupsafe import Markup
 
 from membench.report import render
+from report_context import context_of
 from membench.analyse import stats
 
 TOPOLOGY = {
@@ -65,7 +66,7 @@ def html():
             "ladder": {"kernel": "readonly"},
         }
     }
-    context = render.build_context(
+    context = context_of(
         config=config,
         cells=cells,
         problems=stats.problem_cells(pd.DataFrame(rows)),
@@ -132,7 +133,7 @@ def colfax_html():
                            cpus="[0, 2]", cpus_start="[0, 2]", page_nodes='{"0": 0.5, "1": 0.5}', repeat=repeat))  # fmt: skip
     table = collect.records_table(rows, {"box": TOPOLOGY})
     cells = stats.summarise_cells(table)
-    context = render.build_context(
+    context = context_of(
         config={"experiments": {"colfax": {"kernel": "stream", "affinity": ["none", "spread"]}}},
         cells=cells,
         problems=stats.problem_cells(table),

@@ -22,6 +22,7 @@ sys.path.insert(0, str(REPO / "tools"))
 
 from membench.analyse import summary  # noqa: E402
 from membench.report import render  # noqa: E402
+from membench.findings import document  # noqa: E402
 import synthetic_runs  # noqa: E402
 
 SYSTEM = "two-socket"
@@ -110,11 +111,16 @@ def render_full_report(out: Path, config: dict) -> Path:
     summary.write_summaries([str(measurements)], out_csv["cells"], out_csv["problems"], out_csv["modes"],
                             out_csv["c2c_classes"], out_csv["c2c_pairs"])  # fmt: skip
     html = out / "report.html"
+    answers = {name: str(out / f"{name}.{kind}") for name, kind in (("findings", "json"), ("findings_csv", "csv"), ("sections", "json"))}
+    document.write_answers(
+        config=config, cells_csv=out_csv["cells"], problems_csv=out_csv["problems"], modes_csv=out_csv["modes"],
+        c2c_classes_csv=out_csv["c2c_classes"], measurements=[str(measurements)],
+        system_files={SYSTEM: {"topology": str(system / "topology.json"), "environment": str(system / "environment.json")}},
+        findings_out=answers["findings"], findings_csv_out=answers["findings_csv"], sections_out=answers["sections"],
+    )  # fmt: skip
     render.render_report(
         template=str(REPO / "reports" / "report.html.j2"), stylesheet=str(REPO / "reports" / "report.css"),
-        config=config, cells_csv=out_csv["cells"], problems_csv=out_csv["problems"], modes_csv=out_csv["modes"],
-        c2c_classes_csv=out_csv["c2c_classes"], figures=[],
-        system_files={SYSTEM: {"topology": str(system / "topology.json"), "environment": str(system / "environment.json")}},
+        findings_json=answers["findings"], sections_json=answers["sections"], figures=[],
         provenance={"membench_version": "t", "commit": "c", "config_hash": "h"}, output=str(html),
     )  # fmt: skip
     return html
@@ -134,7 +140,7 @@ def test_every_family_c2c_and_hierarchy_are_in_the_report(full_report, default_c
     text = full_report.read_text()
     for name in default_config["experiments"]:
         assert f'id="experiment-{name}"' in text, name
-    assert 'id="hierarchy"' in text and "c2c: modified in the other package" in text
+    assert 'id="hierarchy"' in text and "c2c half round trip, modified line (two_line, c2clat's): other package" in text
     assert "<th>hierarchy</th>" in text  # the summary's hierarchy line
 
 

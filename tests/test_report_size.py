@@ -17,6 +17,7 @@ from membench.store import collect
 from membench.figures import plot as figures
 from membench.plan import figure_kinds
 from membench.report import render
+from membench.findings import document
 import synthetic_runs  # noqa: E402
 
 FIGURE_LIMIT = 1_000_000
@@ -37,12 +38,17 @@ def rendered(tmp_path_factory):
         figures.plot_figure(kind, "big", summaries["cells"], [measurements], [str(system / "topology.json")],
                             str(svgs[-1]), summaries["modes"])  # fmt: skip
     html = out / "report.html"
+    config = {"experiments": {"big": {"kernel": "stream", "threads": [1, 16, 64], "affinity": ["none", "close", "spread"]}}}
+    answers = {name: str(out / f"{name}.{kind}") for name, kind in (("findings", "json"), ("findings_csv", "csv"), ("sections", "json"))}
+    document.write_answers(
+        config=config, cells_csv=summaries["cells"], problems_csv=summaries["problems"], modes_csv=summaries["modes"],
+        c2c_classes_csv=None, measurements=[measurements],
+        system_files={"two-socket": {"topology": str(system / "topology.json"), "environment": str(system / "environment.json")}},
+        findings_out=answers["findings"], findings_csv_out=answers["findings_csv"], sections_out=answers["sections"],
+    )  # fmt: skip
     render.render_report(
         template=str(REPO / "reports" / "report.html.j2"), stylesheet=str(REPO / "reports" / "report.css"),
-        config={"experiments": {"big": {"kernel": "stream", "threads": [1, 16, 64], "affinity": ["none", "close", "spread"]}}},
-        cells_csv=summaries["cells"], problems_csv=summaries["problems"], modes_csv=summaries["modes"],
-        figures=[str(p) for p in svgs], system_files={"two-socket": {"topology": str(system / "topology.json"),
-                                                                       "environment": str(system / "environment.json")}},
+        findings_json=answers["findings"], sections_json=answers["sections"], figures=[str(p) for p in svgs],
         provenance={"membench_version": "t", "commit": "c", "config_hash": "h"}, output=str(html),
     )  # fmt: skip
     return svgs, html

@@ -10,7 +10,7 @@ import math
 import pandas as pd
 
 from membench.analyse import caches, stats
-from membench.report import headline
+from membench.findings import headline
 from membench.store import collect
 
 MiB = 2**20

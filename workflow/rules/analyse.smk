@@ -40,6 +40,37 @@ rule analyse_measurements:
         "../scripts/analyse_measurements.py"
 
 
+# Each experiment's finding and every number of the first screen and the
+# terminal, as data (membench.findings); the report only formats them.
+rule find_answers:
+    input:
+        cells="results/summary/cells.csv",
+        problems="results/summary/problems.csv",
+        modes="results/summary/modes.csv",
+        c2c_classes="results/summary/c2c_classes.csv",
+        measurements=expand("results/{system}/measurements.csv", system=SYSTEMS),
+        topology=expand("results/{system}/topology.json", system=SYSTEMS),
+        environment=expand("results/{system}/environment.json", system=SYSTEMS),
+        papers=[from_workdir(p) for p in sorted((REPO / "references" / "papers").glob("*.yaml"))],
+        code=PACKAGE_SOURCES,
+    output:
+        findings="results/summary/findings.json",
+        findings_csv="results/summary/findings.csv",
+        sections="results/summary/sections.json",
+    log:
+        "logs/find_answers.log",
+    conda:
+        "../../envs/python.yaml"
+    resources:
+        machine=1,
+    params:
+        config=CONFIG,
+        systems=SYSTEMS,
+        stored=not_shown(),
+    script:
+        "../scripts/find_answers.py"
+
+
 rule plot_figure:
     input:
         cells="results/summary/cells.csv",

@@ -1,12 +1,8 @@
 rule render_report:
     input:
-        cells="results/summary/cells.csv",
-        problems="results/summary/problems.csv",
-        modes="results/summary/modes.csv",
-        c2c_classes="results/summary/c2c_classes.csv",
+        findings="results/summary/findings.json",
+        sections="results/summary/sections.json",
         figures=report_figures(),
-        topology=expand("results/{system}/topology.json", system=SYSTEMS),
-        environment=expand("results/{system}/environment.json", system=SYSTEMS),
         template=from_workdir(REPO / "reports" / "report.html.j2"),
         stylesheet=from_workdir(REPO / "reports" / "report.css"),
         code=PACKAGE_SOURCES,
@@ -19,10 +15,6 @@ rule render_report:
     resources:
         machine=1,
     params:
-        config=CONFIG,
-        experiments=EXPERIMENTS,
-        systems=SYSTEMS,
         provenance=provenance(),
-        stored=not_shown(),
     script:
         "../scripts/render_report.py"

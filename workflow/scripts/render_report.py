@@ -7,19 +7,9 @@ from membench.report.render import render_report  # noqa: E402
 render_report(
     template=snakemake.input.template,
     stylesheet=snakemake.input.stylesheet,
-    config=snakemake.params.config,
-    cells_csv=snakemake.input.cells,
-    problems_csv=snakemake.input.problems,
-    modes_csv=snakemake.input.modes,
-    c2c_classes_csv=snakemake.input.c2c_classes,
+    findings_json=snakemake.input.findings,
+    sections_json=snakemake.input.sections,
     figures=list(snakemake.input.figures),
-    system_files={
-        system: {"topology": topology, "environment": environment}
-        for system, topology, environment in zip(
-            snakemake.params.systems, snakemake.input.topology, snakemake.input.environment
-        )
-    },
     provenance=snakemake.params.provenance,
-    stored=snakemake.params.stored,
     output=snakemake.output[0],
 )

@@ -18,7 +18,7 @@ sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
 from membench.store import bundle, bundle_check  # noqa: E402
 
-FINDINGS_SCHEMA = REPO / "workflow" / "schemas" / "findings.schema.json"
+FINDINGS_SCHEMA = REPO / "workflow" / "schemas" / "findings.schema.yaml"
 
 
 def main(argv: list[str] | None = None) -> int:

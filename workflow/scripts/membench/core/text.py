@@ -28,6 +28,11 @@ def number(value, digits: int = 2) -> str:
     return str(value)
 
 
+def percent(share) -> str:
+    """A share as a whole percentage, "63 %"; a dash when missing."""
+    return DASH if missing(share) else f"{100 * share:.0f} %"
+
+
 def size_text(size) -> str:
     """Bytes in the largest binary unit they reach: "256 KiB", "1 GiB",
     "1.5 MiB"; a dash when missing."""

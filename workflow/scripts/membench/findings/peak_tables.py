@@ -3,11 +3,11 @@ functions over membench.analyse.peak.cell_shares)."""
 
 from __future__ import annotations
 
-import math
 
 import pandas as pd
 
 from membench.analyse.stats import add_series
+from membench.core.text import percent
 
 RULE = (
     "Share = memory traffic (GB/s with write-allocate reads where the kernel has them) / the peak the cell is held "
@@ -18,8 +18,6 @@ RULE = (
 )
 
 
-def percent(value) -> str:
-    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:.0f} %"
 
 
 def peak_table(shares: pd.DataFrame) -> dict | None:

@@ -38,6 +38,8 @@ class Family:
     min_threads: int = 0
     max_threads: int = 0
     figures: tuple[str, ...] = DEFAULT_FIGURES
+    # the question its experiments answer (membench.findings.answers.QUESTIONS)
+    paper: str = ""
 
     @property
     def bandwidth(self) -> bool:
@@ -48,17 +50,18 @@ _CHASE = ("chase_group", "chase_spacing")
 # The report's axis lists show threads and affinity for every family but mix
 # and c2c (as before the table; for mix a gap rather than a reason).
 FAMILIES = {
-    "stream": Family(BANDWIDTH, knobs=("threads", "affinity", "prefetch_distance")),
-    "readonly": Family(BANDWIDTH, knobs=("threads", "affinity", "prefetch_distance"), figures=("ladder",)),
-    "xor": Family(BANDWIDTH),
-    "daxpy": Family(BANDWIDTH),
-    "mix": Family(BANDWIDTH, knobs=()),
+    "stream": Family(BANDWIDTH, knobs=("threads", "affinity", "prefetch_distance"), paper="colfax"),
+    "readonly": Family(BANDWIDTH, knobs=("threads", "affinity", "prefetch_distance"), figures=("ladder",),
+                       paper="mccalpin"),
+    "xor": Family(BANDWIDTH, paper="sun"),
+    "daxpy": Family(BANDWIDTH, paper="ornl"),
+    "mix": Family(BANDWIDTH, knobs=(), paper="mlc"),
     "chase": Family(LATENCY, knobs=("threads", "affinity", "sweep_from", "points_per_octave", *_CHASE),
-                    latency_op="random", min_threads=1, max_threads=1, figures=("latency",)),
+                    latency_op="random", min_threads=1, max_threads=1, figures=("latency",), paper="aws-latency"),
     "loaded": Family(LOADED, knobs=("threads", "affinity", "load_op", "load_delay", *_CHASE), op_knob="load_op",
-                     min_threads=2, figures=("loaded",)),
+                     min_threads=2, figures=("loaded",), paper="aws-loaded"),
     "c2c": Family(HANDOFF, knobs=("pair", "pairs_per_class", "c2c_samples", "c2c_roundtrips"), pairs=True,
-                  min_threads=2, figures=("handoff",)),
+                  min_threads=2, figures=("handoff",), paper="aws-c2c"),
 }  # fmt: skip
 
 

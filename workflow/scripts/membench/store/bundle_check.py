@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 import jsonschema
+import yaml
 from rocrate.rocrate import ROCrate
 
 from membench.core import record_schema
@@ -57,8 +58,8 @@ def record_problem(name: str, data: bytes) -> str | None:
 def findings_problem(name: str, data: bytes, schema_path: Path) -> str | None:
     if not schema_path.is_file():
         return None  # no findings schema in this checkout: nothing to hold it against
-    errors = sorted(jsonschema.Draft7Validator(json.loads(schema_path.read_text())).iter_errors(json.loads(data)),
-                    key=str)  # fmt: skip
+    schema = yaml.safe_load(schema_path.read_text())
+    errors = sorted(jsonschema.validators.validator_for(schema)(schema).iter_errors(json.loads(data)), key=str)
     return f"{name}: {errors[0].message}" if errors else None
 
 

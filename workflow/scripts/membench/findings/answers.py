@@ -1,0 +1,327 @@
+"""Each experiment's answer to its paper's question, on this machine.
+
+One finding per experiment and system: a headline value or effect with
+its evidence (membench.findings.evidence), the cells it comes from, one
+sentence, and the details it rests on. Which question an experiment asks
+is its family's `paper` trait (membench.plan.families); the axes that vary
+in it decide what can be compared.
+
+`runs` is the ok, undisturbed repetitions of the experiment (one row per
+repetition and op; for the chase one per working-set point), `cells` the
+analyse stage's cells.csv rows of the experiment.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from membench.analyse.caches import past_caches
+from membench.core.text import size_text
+from membench.findings import evidence
+from membench.plan import families
+
+# Axes a bandwidth experiment may vary, in the order a comparison names them.
+AXES = ["variant", "threads", "affinity", "policy_requested", "pages", "init", "size_requested", "load_delay_requested"]
+AXIS_WORDS = {"policy_requested": "policy", "size_requested": "size", "load_delay_requested": "delay"}
+# What each paper asks (MISSION.md).
+QUESTIONS = {
+    "colfax": "What does thread placement change, in the mean and in the spread?",
+    "mccalpin": "What did each feature of the read-only ladder buy?",
+    "sun": "How does the read-modify-write bandwidth scale with threads, and how far do runs range?",
+    "ornl": "Where does bandwidth fall as the arrays grow, and where did their pages land?",
+    "mlc": "How much bandwidth can every CPU inject, per read:write mix?",
+    "aws-latency": "What is the idle latency of memory, and the hierarchy in front of it?",
+    "aws-loaded": "How much does latency grow under the heaviest load measured?",
+    "aws-c2c": "How long does a cache line take to move between two cores, per locality class?",
+}
+FEATURES = {
+    "feature_sw_prefetch": "SW prefetch",
+    "feature_vector_bits": "vector",
+    "feature_large_pages": "large pages",
+    "feature_pages_per_loop": "pages per loop",
+    "feature_partial_sums": "partial sums",
+    "feature_opt_level": "optimisation level",
+}
+
+
+def _level_text(axis: str, value) -> str:
+    if axis == "threads":
+        return f"{int(value)} thread{'s' if int(value) != 1 else ''}"
+    if axis == "size_requested":
+        return size_text(float(value)) if str(value).replace(".", "", 1).isdigit() else str(value)
+    return f"{AXIS_WORDS.get(axis, axis)} {value}"
+
+
+def metric_of(kernel: str) -> tuple[str, str]:
+    """(column of a repetition's number, unit) of a family."""
+    traits = families.family(kernel)
+    if traits.bandwidth:
+        return "gbps", "GB/s"
+    if traits.metric == families.HANDOFF:
+        return "handoff_ns", "ns"
+    return "ns_per_load", "ns"
+
+
+def _runs_of(runs: pd.DataFrame, cell: str, op, column: str) -> pd.Series:
+    mine = runs[runs["cell"] == cell]
+    if op is not None and not (isinstance(op, float) and math.isnan(op)) and "op" in mine:
+        mine = mine[mine["op"] == op]
+    return mine[column].dropna().astype(float) if column in mine else pd.Series(dtype=float)
+
+
+def _ops(cells: pd.DataFrame) -> list:
+    """The experiment's ops in the kernel's order; the last is the one its figures show."""
+    return list(dict.fromkeys(cells["op"].dropna())) or [None]
+
+
+def _varying(cells: pd.DataFrame) -> list[str]:
+    return [a for a in AXES if a in cells and cells[a].astype(str).nunique() > 1]
+
+
+def detail(label: str, result: dict, cells: list[str], text: str | None = None) -> dict:
+    words = evidence.change_text(result) if result["unit"] == "x" else evidence.quantity_text(result)
+    return {"label": label, **result, "cells": cells, "text": text or f"{label}: {words}"}
+
+
+def comparisons(cells: pd.DataFrame, runs: pd.DataFrame, axis: str, column: str, base=None) -> list[dict]:
+    """Every pair of cells that differ in `axis` only (same op): each level
+    against the base level (the given one, else the first in config order)."""
+    others = [a for a in AXES if a in cells and a != axis]
+    out = []
+    for (_, op), group in cells.groupby([cells[others].astype(str).agg("|".join, axis=1), "op"], sort=False, dropna=False):
+        levels = list(dict.fromkeys(group[axis]))
+        if len(levels) < 2:
+            continue
+        start = base if base in levels else levels[0]
+        first = group[group[axis] == start].iloc[0]
+        where = ", ".join(_level_text(a, first[a]) for a in _varying(cells) if a != axis)
+        for level in levels:
+            if level == start:
+                continue
+            row = group[group[axis] == level].iloc[0]
+            result = evidence.effect(_runs_of(runs, first["cell"], op, column), _runs_of(runs, row["cell"], op, column))
+            label = f"{AXIS_WORDS.get(axis, axis)} {start} → {level}" + (f" at {where}" if where else "") + (f", {op}" if isinstance(op, str) else "")
+            out.append({**detail(label, result, [first["cell"], row["cell"]]), "axis": axis, "base": str(start),
+                        "level": str(level), "op": op, "at": where})  # fmt: skip
+    return out
+
+
+def _decided_first(rows: list[dict]) -> list[dict]:
+    return sorted(rows, key=lambda r: (not r["decided"], -abs(math.log(r["value"])) if r["value"] else 0))
+
+
+def finding(paper: str, main: dict | None, details: list[dict], text: str) -> dict:
+    empty = {"value": None, "unit": None, "n": 0, "interval": None, "interval_kind": None, "decided": False,
+             "status": "not measured", "cells": []}  # fmt: skip
+    head = {k: v for k, v in (main or empty).items() if k in empty}
+    return {"paper": paper, "question": QUESTIONS[paper], **head, "text": text, "details": details}
+
+
+def _spread_details(cells: pd.DataFrame, runs: pd.DataFrame, column: str, op) -> list[dict]:
+    """The run-to-run spread (coefficient of variation) of each cell, for one op."""
+    out = []
+    for row in cells[cells["op"] == op].itertuples() if op is not None else cells.itertuples():
+        values = _runs_of(runs, row.cell, op, column)
+        if len(values) < 2:
+            continue
+        cv = float(values.std(ddof=1) / values.mean())
+        out.append({"label": f"spread {_level_text('affinity', row.affinity)}, {_level_text('threads', row.threads)}",
+                    "value": cv, "unit": "cv", "n": len(values), "interval": [float(values.min()), float(values.max())],
+                    "interval_kind": "minimum–maximum of runs (GB/s)", "decided": len(values) >= evidence.DECIDE_RUNS,
+                    "status": "decided" if len(values) >= evidence.DECIDE_RUNS else f"undecided at n={len(values)}",
+                    "cells": [row.cell], "text": f"run-to-run spread {100 * cv:.1f} % (n={len(values)})"})  # fmt: skip
+    return out
+
+
+def same_cpus(cells: pd.DataFrame, runs: pd.DataFrame, cpus: int) -> list[str]:
+    """Cells whose every run put one thread on each of the machine's CPUs:
+    any two of them ran on the same CPUs, whatever their affinity said."""
+    if not cpus or "oversubscribed_cpus" not in runs:
+        return []
+    full = []
+    for cell, mine in runs.groupby("cell", sort=False):
+        if len(mine) and (mine["threads"].astype(int) == cpus).all() and (mine["oversubscribed_cpus"].fillna(0) == 0).all():
+            full.append(cell)
+    return full
+
+
+def placement_answer(cells: pd.DataFrame, runs: pd.DataFrame, modes: pd.DataFrame, cpus: int) -> dict:
+    """Colfax: none vs close vs spread at each thread count, in the mean
+    (an effect per op) and in the spread (each cell's coefficient of
+    variation); modes placement explains; placements on the same CPUs."""
+    column, _ = metric_of("stream")
+    ops = _ops(cells)
+    if "affinity" not in _varying(cells):
+        return scaling_answer("colfax", cells, runs)
+    effects = comparisons(cells, runs, "affinity", column, base="none")
+    top = cells["threads"].max()
+    shown = [e for e in effects if e["op"] == ops[-1] and str(top) in e["at"] or e["op"] == ops[-1] and not e["at"]]
+    main = next((e for e in shown if e["level"] == "spread"), shown[0] if shown else None)
+    details = effects + _spread_details(cells, runs, column, ops[-1])
+    text = main["text"] if main else "no two placements at one thread count"
+    full = same_cpus(cells, runs, cpus)
+    on_all = cells[cells["cell"].isin(full) & (cells["op"] == ops[-1])] if ops[-1] is not None else cells.iloc[0:0]
+    for threads, group in on_all.groupby("threads", sort=False):
+        rows, pairs = list(group.itertuples()), []
+        for i, a in enumerate(rows):
+            for b in rows[i + 1:]:
+                e = evidence.effect(_runs_of(runs, a.cell, ops[-1], column), _runs_of(runs, b.cell, ops[-1], column))
+                if e["value"] is None:
+                    continue
+                label = f"same CPUs: affinity {a.affinity} → {b.affinity} at {int(threads)} threads, {ops[-1]}"
+                pairs.append({**detail(label, e, [a.cell, b.cell]), "axis": "affinity", "base": str(a.affinity),
+                              "level": str(b.affinity), "op": ops[-1], "at": "same CPUs"})  # fmt: skip
+        if pairs:
+            details += pairs
+            widest = _decided_first(pairs)[0]
+            names = ", ".join(str(r.affinity) for r in rows)
+            text += (f"; {names} each put one thread on every one of the {cpus} CPUs, and {widest['base']} → {widest['level']} "
+                     f"reads {evidence.change_text(widest)}" + (": not a placement membench can see" if widest["decided"] else ""))  # fmt: skip
+    if modes is not None and not modes.empty:
+        explained = modes[modes["verdict"] == "explained"]
+        if not explained.empty:
+            text += f"; modes placement explains in {explained['cell'].nunique()} cell(s): " + "; ".join(
+                dict.fromkeys(str(x) for x in explained["explanation"].head(3)))
+    return finding("colfax", main, details, text)
+
+
+def feature_answer(cells: pd.DataFrame, runs: pd.DataFrame, ec: pd.DataFrame) -> dict:
+    """McCalpin: what each feature bought, as ratios between the versions
+    that differ by it alone; the effective concurrency of the best and
+    the worst version."""
+    column, unit = metric_of("readonly")
+    features = [f for f in FEATURES if f in cells]
+    versions = cells.drop_duplicates("variant").set_index("variant")
+    details = []
+    for a in versions.index:
+        for b in versions.index:
+            if a >= b:
+                continue
+            differ = [f for f in features if str(versions.at[a, f]) != str(versions.at[b, f])]
+            if len(differ) != 1:
+                continue
+            result = evidence.effect(_runs_of(runs, versions.at[a, "cell"], None, column),
+                                     _runs_of(runs, versions.at[b, "cell"], None, column))  # fmt: skip
+            label = f"{FEATURES[differ[0]]}: {a} → {b} ({versions.at[a, differ[0]]} → {versions.at[b, differ[0]]})"
+            details.append({**detail(label, result, [versions.at[a, "cell"], versions.at[b, "cell"]]), "feature": differ[0]})
+    ranked = cells[cells["gbps_median"].notna()].sort_values("gbps_median") if "gbps_median" in cells else cells.iloc[0:0]
+    main = None
+    if len(ranked) >= 2:
+        worst, best = ranked.iloc[0], ranked.iloc[-1]
+        result = evidence.effect(_runs_of(runs, worst["cell"], None, column), _runs_of(runs, best["cell"], None, column))
+        main = detail(f"best {best['variant']} vs worst {worst['variant']}", result, [worst["cell"], best["cell"]])
+        for row, which in ((best, "best"), (worst, "worst")):
+            lines = ec[ec["cell"] == row["cell"]]["lines_in_flight"].dropna() if not ec.empty else []
+            if len(lines):
+                details.append({"label": f"effective concurrency, {which} ({row['variant']})", "value": float(lines.iloc[0]),
+                                "unit": "lines", "n": int(row["n_used"]) if "n_used" in row else None, "interval": None,
+                                "interval_kind": None, "decided": False, "status": "derived", "cells": [row["cell"]],
+                                "text": f"{which} version {row['variant']}: {float(lines.iloc[0]):.1f} lines in flight"})  # fmt: skip
+    by_feature = {}
+    for d in details:
+        if d.get("feature") and d["decided"]:
+            by_feature.setdefault(FEATURES[d["feature"]], []).append(d["value"])
+    bought = "; ".join(f"{name} ×{min(v):.2f}–{max(v):.2f}" if len(v) > 1 else f"{name} ×{v[0]:.2f}"
+                       for name, v in by_feature.items())  # fmt: skip
+    text = (main["text"] if main else "fewer than two versions measured") + (
+        f"; decided feature effects: {bought}" if bought else "; no feature effect decided at these repetitions")
+    return finding("mccalpin", main, details, text)
+
+
+def scaling_answer(paper: str, cells: pd.DataFrame, runs: pd.DataFrame) -> dict:
+    """Sun (and any bandwidth experiment over threads): GB/s per thread
+    count with its range, and the scaling from the fewest threads to the most."""
+    column, unit = "gbps", "GB/s"
+    op = _ops(cells)[-1]
+    mine = cells[cells["op"] == op] if op is not None else cells
+    details = []
+    for row in mine.itertuples():
+        label = ", ".join(_level_text(a, getattr(row, a)) for a in _varying(cells) if a != "op") or _level_text("threads", row.threads)
+        details.append(detail(label, evidence.quantity(_runs_of(runs, row.cell, op, column), unit), [row.cell]))
+    main = None
+    if "threads" in _varying(cells):
+        effects = [e for e in comparisons(cells, runs, "threads", column) if e["op"] == op]
+        details += effects
+        if effects:
+            main = max(effects, key=lambda e: float(e["level"]))
+    if main is None and details:
+        main = max(details, key=lambda d: d["value"] or 0)
+    return finding(paper, main, details, main["text"] if main else "not measured")
+
+
+def spilled_share(runs: pd.DataFrame, cell: str) -> float | None:
+    """The share of an array's sampled pages away from the node holding most
+    of them, the median over runs of the largest such share over arrays."""
+    values = []
+    for text in runs.loc[runs["cell"] == cell, "array_page_nodes"].dropna() if "array_page_nodes" in runs else []:
+        try:
+            arrays = json.loads(text)
+        except (TypeError, ValueError):
+            continue
+        shares = [1 - max(nodes.values()) for nodes in arrays.values() if nodes]
+        if shares:
+            values.append(max(shares))
+    return float(pd.Series(values).median()) if values else None
+
+
+def size_answer(cells: pd.DataFrame, runs: pd.DataFrame) -> dict:
+    """ORNL: where bandwidth falls as the size grows (the first decided drop
+    between neighbouring sizes), and the share of each size's pages that
+    spilled to another node; serial against parallel first touch."""
+    varying = _varying(cells)
+    if "size_requested" not in varying and "init" not in varying:
+        return scaling_answer("ornl", cells, runs)
+    column = "gbps"
+    details = []
+    main = None
+    if "size_requested" in varying:
+        op = _ops(cells)[-1]
+        ordered = cells[cells["op"] == op].sort_values("size_bytes")
+        for before, after in zip(ordered.iloc[:-1].itertuples(), ordered.iloc[1:].itertuples()):
+            if str(before.size_requested) == str(after.size_requested):
+                continue
+            result = evidence.effect(_runs_of(runs, before.cell, op, column), _runs_of(runs, after.cell, op, column))
+            spill = spilled_share(runs, after.cell)
+            label = f"size {size_text(before.size_bytes)} → {size_text(after.size_bytes)}"
+            text = f"{label}: {evidence.change_text(result)}" + (f"; {100 * spill:.0f} % of the pages off their main node" if spill is not None else "")
+            details.append({**detail(label, result, [before.cell, after.cell], text), "spilled_share": spill})
+        drops = [d for d in details if d["decided"] and d["value"] < 1]
+        main = drops[0] if drops else (details[-1] if details else None)
+    if "init" in varying:
+        effects = comparisons(cells, runs, "init", column, base="parallel")
+        details += effects
+        main = main or (effects[0] if effects else None)
+    text = (f"bandwidth first falls at {main['label']}: {main['text'].split(': ', 1)[1]}" if main and main["decided"] and main["value"] < 1
+            else (main["text"] + "; no decided fall" if main else "not measured"))  # fmt: skip
+    return finding("ornl", main, details, text)
+
+
+def mix_answer(cells: pd.DataFrame, runs: pd.DataFrame) -> dict:
+    """MLC: the injection bandwidth of each read:write mix at the most
+    threads, and each mix against all reads."""
+    column, unit = "gbps", "GB/s"
+    top = cells[cells["threads"] == cells["threads"].max()]
+    details = [detail(f"{row.op}", evidence.quantity(_runs_of(runs, row.cell, row.op, column), unit), [row.cell])
+               for row in top.itertuples()]  # fmt: skip
+    main = max(details, key=lambda d: d["value"] or 0) if details else None
+    text = "injection " + ", ".join(f"{d['label']} {d['value']:.1f}" for d in details if d["value"] is not None) + " GB/s" if details else "not measured"
+    return finding("mlc", main, details, text)
+
+
+def bandwidth_answer(paper: str, cells: pd.DataFrame, runs: pd.DataFrame, modes, ec, cpus: int) -> dict:
+    measured = past_caches(cells[cells["n_ok"] > 0]) if "cache" in cells else cells[cells["n_ok"] > 0]
+    measured = measured if not measured.empty else cells[cells["n_ok"] > 0]
+    if measured.empty:
+        return finding(paper, None, [], "not measured: no cell has an undisturbed ok run")
+    if paper == "colfax":
+        return placement_answer(measured, runs, modes, cpus)
+    if paper == "mccalpin":
+        return feature_answer(measured, runs, ec)
+    if paper == "ornl":
+        return size_answer(measured, runs)
+    if paper == "mlc":
+        return mix_answer(measured, runs)
+    return scaling_answer(paper, measured, runs)

@@ -1,0 +1,212 @@
+"""findings.json, findings.csv and sections.json: the findings stage's files.
+
+findings.json is the stable interface (schema workflow/schemas/
+findings.schema.yaml, `version` below): per system, every number the
+report's first screen and the terminal show (`headline`), and one finding
+per experiment with its evidence, the cells it comes from, one sentence,
+its details, and the paper's own numbers beside it. findings.csv is the
+same, flat: one row per headline number, finding and detail.
+sections.json holds the rest of the report's tables; the report and the
+terminal format these files and compute nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pandas as pd
+import yaml
+
+from membench.analyse.stats import undisturbed
+from membench.core import paths
+from membench.core.atomic_files import write_text_atomic
+from membench.core.layout import superseded_counts
+from membench.findings import answers, latency_answers, papers as paper_numbers
+from membench.findings.first_screen import headline_rows
+from membench.findings.sections import build_sections, derived_tables
+from membench.plan import families
+from membench.store.collect import read_measurements
+
+VERSION = 1
+SCHEMA = paths.SCHEMA_DIR / "findings.schema.yaml"
+
+
+def plain(value):
+    """JSON's own types: numpy scalars as Python numbers, NaN and NA as
+    null, tuples as lists, keys as strings."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) or math.isinf(value) else float(value)
+    if value is pd.NA or value is pd.NaT:
+        return None
+    return value
+
+
+# The columns of a repetition the answers read (absent ones read as missing).
+RUN_COLUMNS = ["system", "experiment", "cell", "kernel", "op", "threads", "affinity", "policy_requested", "pages",
+               "working_set_bytes", "gbps", "gbps_wa", "ns_per_load", "handoff_ns", "pair_class",
+               "oversubscribed_cpus", "array_page_nodes"]  # fmt: skip
+
+
+def _runs(measurements: pd.DataFrame | None) -> pd.DataFrame:
+    """The repetitions a conclusion may use: ok and not marked disturbed."""
+    if measurements is None or measurements.empty or "status" not in measurements:
+        return pd.DataFrame(columns=RUN_COLUMNS)
+    runs = undisturbed(measurements[measurements["status"] == "ok"])
+    return runs.reindex(columns=list(runs.columns) + [c for c in RUN_COLUMNS if c not in runs])
+
+
+def _idle_runs(runs: pd.DataFrame, latencies: pd.DataFrame, system: str) -> dict:
+    mine = latencies[latencies["system"] == system] if not latencies.empty else latencies
+    chase = runs[(runs["system"] == system) & (runs["kernel"].isin(families.named(lambda f: f.metric == families.LATENCY)))]
+    return {(row["placement"], row["pages"]): latency_answers.idle_runs(chase, row) for _, row in mine.iterrows()}
+
+
+def experiment_finding(name: str, spec: dict, system: str, cells, runs, modes, derived, c2c_classes, topology, idle) -> dict:
+    """One experiment's finding on one system, whatever its family."""
+    kernel = spec["kernel"]
+    traits = families.family(kernel)
+    mine = cells[(cells["experiment"] == name) & (cells["system"] == system)]
+    here = runs[(runs["experiment"] == name) & (runs["system"] == system)] if not runs.empty else runs
+    mine_modes = modes[(modes["experiment"] == name) & (modes["system"] == system)] if modes is not None and not modes.empty else None
+    ec = derived["ec"]
+    if traits.bandwidth:
+        found = answers.bandwidth_answer(traits.paper, mine, here, mine_modes, ec[ec["system"] == system] if not ec.empty else ec,
+                                         len(topology.get("cpus", [])))  # fmt: skip
+    elif traits.metric == families.LATENCY:
+        latencies = derived["latencies"]
+        level = next((h for h in derived["levels"] if h["system"] == system), None)
+        found = latency_answers.latency_answer(here, latencies[latencies["system"] == system] if not latencies.empty else latencies, level)
+    elif traits.metric == families.LOADED:
+        first = next(iter(idle.values()), None)
+        found = latency_answers.loaded_answer(mine, here, first)
+    else:
+        classes = c2c_classes[(c2c_classes["experiment"] == name) & (c2c_classes["system"] == system)] if c2c_classes is not None and not c2c_classes.empty else None
+        found = latency_answers.c2c_answer(classes, here)
+    return {"system": system, "experiment": name, "kernel": kernel, **found}
+
+
+def _versions(cells: pd.DataFrame, name: str, system: str) -> dict[str, float]:
+    mine = cells[(cells["experiment"] == name) & (cells["system"] == system) & cells["gbps_median"].notna()] if "gbps_median" in cells else cells.iloc[0:0]
+    return {row.variant: float(row.gbps_median) for row in mine.itertuples()}
+
+
+def derive(
+    *,
+    config: dict,
+    cells: pd.DataFrame,
+    problems: pd.DataFrame,
+    systems: dict[str, dict],
+    measurements: pd.DataFrame | None = None,
+    modes: pd.DataFrame | None = None,
+    c2c_classes: pd.DataFrame | None = None,
+    superseded: dict | None = None,
+    stored: dict | None = None,
+    papers: dict[str, dict] | None = None,
+) -> dict:
+    """{"findings": findings.json's content, "sections": sections.json's}, JSON-plain."""
+    derived = derived_tables(config, cells, systems, c2c_classes)
+    sections = build_sections(config=config, cells=cells, problems=problems, systems=systems, modes=modes,
+                              superseded=superseded, c2c_classes=c2c_classes, stored=stored, derived=derived)  # fmt: skip
+    papers = paper_numbers.load_papers() if papers is None else papers
+    runs = _runs(measurements)
+    out_systems, found = [], []
+    for headline in sections["headlines"]:
+        system = headline["system"]
+        idle = _idle_runs(runs, derived["latencies"], system)
+        rows = headline_rows(headline, runs, idle)
+        verdicts = {v["experiment"]: v for v in headline["verdicts"]}
+        for name, spec in config["experiments"].items():
+            if name not in verdicts:
+                continue
+            one = experiment_finding(name, spec, system, cells, runs, modes, derived, c2c_classes,
+                                     systems[system].get("topology", {}), idle)  # fmt: skip
+            level = next((h for h in derived["levels"] if h["system"] == system), None)
+            one["beside_paper"] = paper_numbers.beside(one, papers, _versions(cells, name, system), level)
+            verdict = verdicts[name]
+            one.update(cell_count=verdict["cells"], alert=verdict["alert"], link=verdict["link"],
+                       line=f"{one['text']}; {verdict['text']}")  # fmt: skip
+            found.append(one)
+        out_systems.append({"system": system, "cpu_model": headline["cpu_model"], "cpus": headline["cpus"],
+                            "nodes": headline["nodes"], "headline": rows})  # fmt: skip
+    totals = sections["totals"]
+    span = {}
+    if measurements is not None and "t_start" in measurements and measurements["t_start"].notna().any():
+        span = {"first_start": float(measurements["t_start"].min()), "last_end": float(measurements["t_end"].max())}
+    findings = {
+        "schema": "membench-findings",
+        "version": VERSION,
+        "records": {**{k: totals[k] for k in ("cells", "ok", "skipped", "failed", "disturbed")}, **span},
+        "systems": out_systems,
+        "findings": found,
+    }
+    return {"findings": plain(findings), "sections": plain(sections)}
+
+
+def validate(findings: dict) -> None:
+    """Against the schema; a finding that does not fit is a bug, said here."""
+    jsonschema.validate(findings, yaml.safe_load(SCHEMA.read_text()))
+
+
+CSV_COLUMNS = ["system", "kind", "experiment", "group", "what", "value", "unit", "n", "low", "high", "decided", "status", "text"]
+
+
+def flat_rows(findings: dict) -> list[dict]:
+    """findings.csv: one row per headline number, finding and detail."""
+    rows = []
+
+    def add(system, kind, experiment, group, what, item, text):
+        interval = item.get("interval") or [None, None]
+        n = item.get("n")
+        rows.append({"system": system, "kind": kind, "experiment": experiment, "group": group, "what": what,
+                     "value": item.get("value"), "unit": item.get("unit"), "n": "/".join(map(str, n)) if isinstance(n, list) else n,
+                     "low": interval[0], "high": interval[1], "decided": item.get("decided"), "status": item.get("status"), "text": text})  # fmt: skip
+
+    for system in findings["systems"]:
+        for row in system["headline"]:
+            add(system["system"], "headline", "", row["group"], row["what"], row, row["how"])
+    for one in findings["findings"]:
+        add(one["system"], "finding", one["experiment"], one["paper"], one["question"], one, one["text"])
+        for item in one["details"]:
+            add(one["system"], "detail", one["experiment"], one["paper"], item["label"], item, item["text"])
+    return rows
+
+
+def write_answers(*, config: dict, cells_csv: str, problems_csv: str, modes_csv: str | None, c2c_classes_csv: str | None,
+                  measurements: list[str], system_files: dict[str, dict[str, str]], findings_out: str, findings_csv_out: str,
+                  sections_out: str, stored: dict | None = None) -> dict:  # fmt: skip
+    """The findings rule: read the analyse stage's files, write the three."""
+    systems = {name: {kind: json.loads(Path(path).read_text()) for kind, path in files.items()} for name, files in system_files.items()}
+    derived = derive(
+        config=config,
+        cells=pd.read_csv(cells_csv),
+        problems=pd.read_csv(problems_csv),
+        modes=pd.read_csv(modes_csv) if modes_csv else None,
+        c2c_classes=pd.read_csv(c2c_classes_csv) if c2c_classes_csv else None,
+        measurements=read_measurements(measurements, without=("memory_nodes",)) if measurements else None,
+        systems=systems,
+        stored=stored,
+        superseded={name: superseded_counts(Path(files["topology"]).parent) for name, files in system_files.items()},
+    )
+    validate(derived["findings"])
+    write_text_atomic(Path(findings_out), json.dumps(derived["findings"], indent=1, ensure_ascii=False) + "\n")
+    write_text_atomic(Path(sections_out), json.dumps(derived["sections"], ensure_ascii=False) + "\n")
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(flat_rows(derived["findings"]))
+    write_text_atomic(Path(findings_csv_out), text.getvalue())
+    return derived

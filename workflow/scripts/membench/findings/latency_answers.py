@@ -1,0 +1,117 @@
+"""The AWS paper's answers on this machine: the idle latency and the
+hierarchy in front of it, the loaded latency at the heaviest load
+measured, and the cache-to-cache transfers per locality class.
+
+Same shape as membench.findings.answers (one finding per experiment and
+system); the latencies come from the analyse stage's tables
+(membench.analyse.concurrency, hierarchy, c2c_summary), the evidence from
+the undisturbed repetitions behind them.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from membench.analyse.concurrency import placement_key
+from membench.core.text import size_text
+from membench.findings import evidence
+from membench.findings.answers import finding, detail, metric_of
+
+
+def _placed(runs: pd.DataFrame) -> pd.Series:
+    return pd.Series([placement_key(p, a) for p, a in zip(runs["policy_requested"], runs["affinity"])], index=runs.index)
+
+
+def idle_runs(runs: pd.DataFrame, latency: pd.Series) -> pd.Series:
+    """The repetitions behind one idle latency: the random chase at its
+    working set, pages and placement."""
+    chase = runs[(runs["op"] == "random") & (runs["pages"] == latency["pages"])
+                 & (runs["working_set_bytes"] == latency["working_set_bytes"])]  # fmt: skip
+    chase = chase[_placed(chase) == latency["placement"]] if not chase.empty else chase
+    return chase["ns_per_load"].dropna().astype(float)
+
+
+def latency_answer(runs: pd.DataFrame, latencies: pd.DataFrame, levels: dict | None) -> dict:
+    """The idle latency per placement and page size (the first: local,
+    smallest pages, is the answer); the hierarchy's levels; THP against
+    4k and remote against local where both were measured."""
+    details, by_key = [], {}
+    for _, latency in latencies.iterrows():
+        values = idle_runs(runs, latency)
+        label = f"idle latency, {latency['placement']}, {latency['pages']} pages, {size_text(latency['working_set_bytes'])}"
+        cells = sorted(runs.loc[values.index, "cell"].unique().tolist()) if len(values) else []
+        details.append({**detail(label, evidence.quantity(values, "ns"), cells), "placement": latency["placement"],
+                        "pages": latency["pages"]})  # fmt: skip
+        by_key[(latency["placement"], latency["pages"])] = values
+    main = details[0] if details else None
+    pages = list(dict.fromkeys(p for _, p in by_key))
+    placements = list(dict.fromkeys(p for p, _ in by_key))
+    for placement in placements:
+        for other in pages[1:]:
+            if (placement, pages[0]) in by_key and (placement, other) in by_key:
+                result = evidence.effect(by_key[(placement, pages[0])], by_key[(placement, other)])
+                details.append(detail(f"{other} pages against {pages[0]}, {placement}", result, []))
+    if "local" in placements:
+        for other in placements:
+            if other != "local" and ("local", pages[0]) in by_key and (other, pages[0]) in by_key:
+                result = evidence.effect(by_key[("local", pages[0])], by_key[(other, pages[0])])
+                details.append(detail(f"{other} against local, {pages[0]} pages", result, []))
+    hierarchy = []
+    for row in (levels or {}).get("rows", []):
+        one = row["per_pages"].get(pages[0]) if pages else None
+        if one and one.get("ns") is not None and not row["level"].startswith("unassigned"):
+            hierarchy.append(f"{row['level']} {one['ns']:.1f}")
+            details.append({"label": f"hierarchy {row['level']}", "value": float(one["ns"]), "unit": "ns", "n": None,
+                            "interval": None, "interval_kind": None, "decided": False, "status": "derived",
+                            "cells": [], "text": f"{row['level']}: {one['ns']:.1f} ns (plateau median, {pages[0]} pages)"})  # fmt: skip
+    text = (main["text"] if main else "no idle latency past the caches") + (
+        f"; hierarchy ({pages[0]} pages): " + " · ".join(hierarchy) + " ns" if hierarchy else "")
+    return finding("aws-latency", main, details, text)
+
+
+def loaded_answer(cells: pd.DataFrame, runs: pd.DataFrame, idle: pd.Series | None) -> dict:
+    """The chase's latency at the highest injected bandwidth (by the load
+    threads' GB/s), against the idle latency; the curve's points as details."""
+    column, _ = metric_of("loaded")
+    measured = cells[cells["n_ok"] > 0]
+    details = []
+    for row in measured.sort_values("load_delay_requested").itertuples():
+        values = runs.loc[runs["cell"] == row.cell, column].dropna().astype(float)
+        gbps = runs.loc[runs["cell"] == row.cell, "gbps"].dropna().astype(float)
+        label = f"delay {row.load_delay_requested}, {row.op} load {gbps.median():.1f} GB/s" if len(gbps) else f"delay {row.load_delay_requested}"
+        details.append({**detail(label, evidence.quantity(values, "ns"), [row.cell]),
+                        "load_gbps": float(gbps.median()) if len(gbps) else None})  # fmt: skip
+    known = [d for d in details if d["value"] is not None and d["load_gbps"] is not None]
+    if not known:
+        return finding("aws-loaded", None, details, "not measured: no undisturbed loaded run")
+    heaviest = max(known, key=lambda d: d["load_gbps"])
+    text = f"at {heaviest['load_gbps']:.1f} GB/s of load: {evidence.quantity_text(heaviest)}"
+    main = heaviest
+    if idle is not None and len(idle):
+        loaded = runs.loc[runs["cell"] == heaviest["cells"][0], column].dropna().astype(float)
+        ratio = evidence.effect(idle, loaded)
+        details.append(detail("loaded against idle latency", ratio, heaviest["cells"]))
+        text += f"; against idle {evidence.change_text(ratio)}"
+    return finding("aws-loaded", main, details, text)
+
+
+def c2c_answer(classes: pd.DataFrame | None, runs: pd.DataFrame) -> dict:
+    """Per locality class and op: the hand-off's median over its
+    repetitions; the answer is the closest class's first op."""
+    details = []
+    if classes is not None and not classes.empty and "handoff_ns" in runs:
+        for row in classes.itertuples():
+            values = runs.loc[(runs["pair_class"] == row.pair_class) & (runs["op"] == row.op), "handoff_ns"].dropna()
+            if values.empty:
+                continue
+            cells = sorted(runs.loc[values.index, "cell"].unique().tolist())
+            details.append({**detail(f"{row.op}, {row.pair_class}", evidence.quantity(values, "ns"), cells),
+                            "op": row.op, "pair_class": row.pair_class})  # fmt: skip
+    if not details:
+        return finding("aws-c2c", None, [], "not measured: every locality class skipped or disturbed")
+    main = details[0]
+    text = "; ".join(f"{d['label']} {d['value']:.1f} ns (n={d['n']})" for d in details[:4])
+    skipped = int((classes["records"] == 0).sum()) if "records" in classes else 0
+    if skipped:
+        text += f"; {skipped} class × op rows this host lacks"
+    return finding("aws-c2c", main, details, text)
