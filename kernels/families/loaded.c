@@ -154,6 +154,10 @@ static void point_measured(const loaded_op_t *lo, mb_point_t *pt, int ok)
     mb_chase_loaded_latency_keys(pt, ok ? &lo->wk : NULL, lo->sorted, lo->nl);
     mb_point_int(pt, "loader_passes_min", minpasses);
     mb_point_dbl(pt, "window_seconds", lo->chase_t1 - lo->chase_t0);
+    double delay_ns = 0; /* the loaders' mean: each measured its own CPU */
+    for (int l = 0; l < lo->nload; l++)
+        delay_ns += lo->L[l].delay_ns / lo->nload;
+    mb_point_dbl(pt, "delay_ns", delay_ns);
     fprintf(stderr, "loaded %-5s delay %lld: chase %.2f ns/load (%s, %d walks x %d "
                     "stretches) while %d load threads move %.2f GB/s%s%s\n", k->op,
             lo->ctx->opt[OPT_DELAY],

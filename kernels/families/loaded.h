@@ -26,6 +26,7 @@ typedef struct loader {
     double last_sum;       /* read: sum of the last whole pass */
     size_t pos;            /* elements done in the pass it stopped in */
     double part_sum;       /* read: sum of those */
+    double delay_ns;       /* one injected delay, ns, measured on its CPU */
     char pad[64];
 } loader_t;
 

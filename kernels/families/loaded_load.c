@@ -45,6 +45,23 @@ static inline void spin(long long d)
     }
 }
 
+/* One injected delay in ns, measured on this CPU: a pause costs 10 to 140
+ * cycles by CPU model, so the count alone says little.  Timed over at
+ * least 1 ms of delays, after the window (nothing else is timed then). */
+static double delay_ns(long long d)
+{
+    if (d <= 0)
+        return 0.0;
+    for (long long reps = 16;; reps *= 4) {
+        long long t0 = mb_clock_ns(CLOCK_MONOTONIC);
+        for (long long r = 0; r < reps; r++)
+            spin(d);
+        long long t1 = mb_clock_ns(CLOCK_MONOTONIC);
+        if (t1 - t0 >= 1000000 || reps >= (1LL << 24))
+            return (double)(t1 - t0) / (double)reps;
+    }
+}
+
 /* First touch by the owner: a = 0, b = 1 + j%8, c = 2 (triad); a = 1 + j%8
  * (read); mixes: mix.c's values (a = 1 + j%8). */
 static void loader_fill(const loaded_op_t *lo, loader_t *me)
@@ -105,6 +122,7 @@ void mb_loaded_loader(loaded_op_t *lo, loader_t *me)
     mb_mix_fence(lo->mix); /* non-temporal stores: visible before checked */
     me->pos = j;
     me->part_sum = sum;
+    me->delay_ns = delay_ns(delay);
 }
 
 /* The load threads' arithmetic after the run: elements written so far (all
