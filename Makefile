@@ -20,10 +20,14 @@ system-deps:
 
 # The report is checked in a real headless Chromium (Debian's package); the
 # NUMA guest test (tests/test_numa_guest.py) boots QEMU with a busybox-static
-# initramfs. Only what is missing is installed.
+# initramfs; the Arm build is cross-compiled and run under qemu-aarch64
+# (tests/test_arm.py, docs/arm.md). Only what is missing is installed.
 test-deps:
 	@missing=; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v aarch64-linux-gnu-gcc >/dev/null || missing="$$missing gcc-aarch64-linux-gnu"; \
+	dpkg-query -W -f='$${Status}' libc6-dev-arm64-cross 2>/dev/null | grep -q 'ok installed' || missing="$$missing libc6-dev-arm64-cross"; \
+	command -v qemu-aarch64 >/dev/null || command -v qemu-aarch64-static >/dev/null || missing="$$missing qemu-user"; \
 	command -v qemu-system-x86_64 >/dev/null || missing="$$missing qemu-system-x86"; \
 	dpkg-query -W -f='$${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing="$$missing busybox-static"; \
 	for tool in slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client munged:munge; do \

@@ -25,7 +25,7 @@
  *              lines from memory into B's caches and each of A's loads is a
  *              transfer from there (the pool alone, written by the main
  *              thread on CPU a and smaller than an L3, left A's copies in
- *              A's L3 for pairs across L3s).  Off x86 (no clflush) only the
+ *              A's L3 for pairs across L3s; Arm: dc civac).  Elsewhere only the
  *              pool's size keeps them out (clean_flushed false).  The flags
  *              and flushes are not timed; one hand-off = one clean load.
  * op dirty     modified lines (MLC's HITM): B stores to every line of a
@@ -117,26 +117,70 @@ static int wait_eq(const uint64_t *p, uint64_t want)
 }
 
 /* spin on compare-and-swap(from -> to); 1 on timeout */
+#define CAS_FROM_BODY                                                                 \
+    long long deadline = 0;                                                           \
+    for (unsigned long spins = 1;; spins++) {                                         \
+        uint64_t expect = from;                                                       \
+        if (__atomic_compare_exchange_n(p, &expect, to, 0, __ATOMIC_ACQ_REL,          \
+                                        __ATOMIC_ACQUIRE))                            \
+            return 0;                                                                 \
+        if ((spins & 0xFFFFF) == 0 && past_deadline(&deadline))                       \
+            return 1;                                                                 \
+    }
+#if defined(__aarch64__)
+/* Both compare-and-swaps inline: gcc's default out-of-line helper
+ * (bl __aarch64_cas8_acq_rel) would put a call inside the timed hand-off.
+ * casal where the CPU has LSE (HWCAP atomics), else ldaxr/stlxr; which one
+ * ran is in the record (cas_atomics). */
+MB_KERNEL_FN __attribute__((target("+lse"))) static int
+mb_kern_c2c_cas_lse(uint64_t *p, uint64_t from, uint64_t to)
+{
+    CAS_FROM_BODY
+}
+MB_KERNEL_FN __attribute__((target("no-outline-atomics"))) static int
+mb_kern_c2c_cas_llsc(uint64_t *p, uint64_t from, uint64_t to)
+{
+    CAS_FROM_BODY
+}
 static int cas_from(uint64_t *p, uint64_t from, uint64_t to)
 {
-    long long deadline = 0;
-    for (unsigned long spins = 1;; spins++) {
-        uint64_t expect = from;
-        if (__atomic_compare_exchange_n(p, &expect, to, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            return 0;
-        if ((spins & 0xFFFFF) == 0 && past_deadline(&deadline))
-            return 1;
-    }
+    static int lse = -1; /* the same answer in every thread: a benign race */
+    if (lse < 0)
+        lse = mb_cpu_supports("atomics") == 1;
+    return lse ? mb_kern_c2c_cas_lse(p, from, to) : mb_kern_c2c_cas_llsc(p, from, to);
+}
+#else
+static int cas_from(uint64_t *p, uint64_t from, uint64_t to)
+{
+    CAS_FROM_BODY
+}
+#endif
+
+const char *mb_c2c_cas_atomics(void)
+{
+#if defined(__aarch64__)
+    return mb_cpu_supports("atomics") == 1 ? "lse" : "llsc";
+#elif defined(__x86_64__) || defined(__i386__)
+    return "lock";
+#else
+    return "unknown";
+#endif
 }
 
 /* Evict a clean window's lines from every cache of the coherence domain
- * (clflush: all levels, all cores) and wait for it; a no-op off x86. */
+ * (clflush on x86, dc civac on Arm) and wait for it; a no-op elsewhere. */
 void mb_c2c_flush_window(const shared_t *sh, const unsigned *win)
 {
 #if defined(__x86_64__) || defined(__i386__)
     for (size_t i = 0; i < sh->wlines; i++)
         __builtin_ia32_clflush(sh->pool + (size_t)win[i] * sh->line);
     __builtin_ia32_mfence();
+#elif defined(__aarch64__)
+    /* dc civac: clean and invalidate to the point of coherence (every
+     * cache of the domain), then wait for it to complete */
+    for (size_t i = 0; i < sh->wlines; i++)
+        __asm__ volatile("dc civac, %0" ::"r"(sh->pool + (size_t)win[i] * sh->line) : "memory");
+    __asm__ volatile("dsb ish" ::: "memory");
 #else
     (void)sh, (void)win;
 #endif

@@ -14,7 +14,7 @@ enum { OPT_SAMPLES, OPT_ROUNDTRIPS, OPT_CLEAN_LINES, OPT_SEED };
 
 #define C2C_MIN_TICKS 20
 #define C2C_TIMEOUT_NS 10000000000LL
-#define C2C_PAGE 4096
+#define C2C_PAGE mb_base_page_bytes() /* each flag on a page of its own */
 
 enum { OP_CAS, OP_TWO_LINE, OP_CLEAN, OP_DIRTY };
 
@@ -49,13 +49,17 @@ typedef struct result {
 #define C2C_ENOUGH_CLEAN(clean, n) ((clean) >= 3 && 2 * (clean) >= (n))
 
 /* One pair and op measured: threads A on CPU a and B on CPU b (c2c.c). */
-/* clean: whether a window is flushed from every cache (clflush, x86) */
-#if defined(__x86_64__) || defined(__i386__)
+/* clean: whether a window is flushed from every cache (clflush, x86; dc
+ * civac, aarch64) */
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
 #define MB_C2C_FLUSHES 1
 #else
 #define MB_C2C_FLUSHES 0
 #endif
 void mb_c2c_flush_window(const shared_t *sh, const unsigned *win);
+/* the compare-and-swap op cas runs: "lse" (casal) or "llsc" (ldaxr/stlxr)
+ * on aarch64, "lock" (lock cmpxchg) on x86 */
+const char *mb_c2c_cas_atomics(void);
 void mb_c2c_measure_pair(mb_run_ctx_t *ctx, shared_t *sh, int op, int a, int b, result_t *res);
 
 #endif

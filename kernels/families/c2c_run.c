@@ -54,6 +54,11 @@ static void emit_result(mb_run_ctx_t *ctx, const result_t *res, const shared_t *
     mb_point_int(&pt, "handoffs", res->count);
     mb_point_int(&pt, "handoffs_expected", res->expected);
     mb_point_int(&pt, "line_bytes", (long long)sh->line);
+    /* which compare-and-swap ran: Arm's LSE casal or ldaxr/stlxr */
+    if (op == OP_CAS)
+        mb_point_str(&pt, "cas_atomics", mb_c2c_cas_atomics());
+    else
+        mb_point_null(&pt, "cas_atomics");
     if (op == OP_DIRTY) {
         /* the window's lines; no flush (B's stores take the lines back) */
         mb_point_int(&pt, "clean_lines", (long long)sh->wlines);

@@ -69,14 +69,14 @@ const size_t mb_family_count = sizeof mb_family_table / sizeof mb_family_table[0
 #define STREAM_NT 0
 #define STREAM_STORES ""
 #endif
-#if MB_VBITS >= 128 /* stream's explicit-vector kernels */
+#if MB_VBITS >= 128 || defined(MB_FOREIGN_FEATURE) /* stream's explicit-vector kernels */
 #define STREAM_FEATURE MB_VFEATURE
 #else
 #define STREAM_FEATURE NULL
 #endif
 
 /* mix: explicit vectors at the variant's width (MB_VBITS >= 128) */
-#if MB_VBITS >= 128
+#if MB_VBITS >= 128 || defined(MB_FOREIGN_FEATURE)
 #define MIX_FEATURE MB_VFEATURE
 #else
 #define MIX_FEATURE NULL

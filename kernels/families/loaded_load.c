@@ -39,6 +39,9 @@ static inline void spin(long long d)
     for (long long i = 0; i < d; i++) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        /* isb: what spin loops use on Arm (yield is a nop on most cores) */
+        __asm__ __volatile__("isb" ::: "memory");
 #else
         __asm__ __volatile__("" ::: "memory");
 #endif

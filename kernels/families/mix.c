@@ -42,7 +42,11 @@
  * The loaded family runs these kernels as its load (load_op r1w0 ...):
  * mb_mix_block on its own arrays (inputs first, then the output).
  */
+#if defined(__aarch64__)
+#include "vec_arm.h"
+#else
 #include <immintrin.h>
+#endif
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -107,6 +111,17 @@ static inline double mx_value(int arr, size_t j)
 #define MX_NTTARGET
 #endif
 
+#if defined(__aarch64__) /* NEON (128) or SVE-256: vec_arm.h */
+typedef mb_arm_vec mx_vec;
+#define MX_LOADU MB_ARM_LOAD
+#define MX_STORE MB_ARM_STORE
+#define MX_STREAM MB_ARM_STREAM
+#define MX_SET1 MB_ARM_SET1
+#define MX_ADD MB_ARM_ADD
+#define MX_MUL MB_ARM_MUL
+#define MX_ZERO MB_ARM_ZERO
+#define MX_FENCE() MB_ARM_FENCE()
+#else
 #if MX_W == 512
 typedef __m512d mx_vec;
 #define MX_(op) _mm512_##op
@@ -124,6 +139,8 @@ typedef __m128d mx_vec;
 #define MX_ADD MX_(add_pd)
 #define MX_MUL MX_(mul_pd)
 #define MX_ZERO MX_(setzero_pd)
+#define MX_FENCE() _mm_sfence()
+#endif
 #define MX_LANES (MX_W / 64)
 #define MX_VBYTES (MX_W / 8)
 #define MX_UNROLL 4 /* vectors per iteration: a whole line even at 128 bits */
@@ -278,7 +295,7 @@ double mb_mix_block(int id, double *const *v, size_t n)
 void mb_mix_fence(int id)
 {
     if (id >= 0 && mx_nt(id))
-        _mm_sfence();
+        MX_FENCE();
 }
 
 /* array k of op id's layout: its inputs, then its output */

@@ -10,8 +10,9 @@
  * element against it with a relative tolerance.
  *
  * Variants with MB_VBITS >= 128 (variants.yaml: nt*, pf*) are written with
- * intrinsics at MB_VBITS bits, four vectors per iteration.  MB_NT=1 stores
- * with non-temporal (streaming) stores (movntpd / vmovntpd), so the written
+ * intrinsics at MB_VBITS bits, four vectors per iteration (aarch64: NEON
+ * at 128, SVE at 256, vec_arm.h).  MB_NT=1 stores with non-temporal
+ * (streaming) stores (movntpd / vmovntpd; Arm: stnp / stnt1d), so the written
  * lines are not read first (no write-allocate: the table rows say
  * nontemporal), and every thread issues an sfence before the op returns,
  * i.e. before the timer stops.  MB_SWPF=1 adds prefetcht0 of every line of
@@ -31,7 +32,11 @@
 #define ST_EXPLICIT (MB_VBITS >= 128)
 
 #if ST_EXPLICIT
+#if defined(__aarch64__)
+#include "vec_arm.h"
+#else
 #include <immintrin.h>
+#endif
 #include <omp.h>
 #endif
 
@@ -43,7 +48,15 @@
 #if ST_EXPLICIT
 #define ST_UNIT ((size_t)512) /* elements: one 4 KiB page */
 
-#if MB_VBITS == 512
+#if defined(__aarch64__) /* NEON (128) or SVE-256: vec_arm.h */
+typedef mb_arm_vec st_vec;
+#define ST_LOAD MB_ARM_LOAD
+#define ST_STREAM MB_ARM_STREAM
+#define ST_STORE_REG MB_ARM_STORE
+#define ST_SET1 MB_ARM_SET1
+#define ST_ADD MB_ARM_ADD
+#define ST_MUL MB_ARM_MUL
+#elif MB_VBITS == 512
 typedef __m512d st_vec;
 #define ST_LOAD _mm512_load_pd
 #define ST_STREAM _mm512_stream_pd
@@ -68,7 +81,10 @@ typedef __m128d st_vec;
 #define ST_ADD _mm_add_pd
 #define ST_MUL _mm_mul_pd
 #endif
-#if MB_NT
+#if MB_NT && defined(__aarch64__)
+#define ST_STORE ST_STREAM
+#define ST_FENCE() MB_ARM_FENCE()
+#elif MB_NT
 #define ST_STORE ST_STREAM
 #define ST_FENCE() _mm_sfence()
 #else

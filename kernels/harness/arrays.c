@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "placement.h"
 #include "types.h"
 
 void mb_first_touch(mb_arrays_t *A, size_t unit, int parallel,
@@ -17,7 +18,7 @@ void mb_first_touch(mb_arrays_t *A, size_t unit, int parallel,
         /* Array-major: the calling thread touches every page of a, then of
          * b, then of c, so the arrays spill to another node at different
          * indices (ORNL); then it writes the values into placed pages. */
-        const size_t page = 4096, bytes = A->n * g_family->elem_size;
+        const size_t page = mb_base_page_bytes(), bytes = A->n * g_family->elem_size;
         for (int k = 0; k < A->narrays; k++) {
             volatile char *p = (volatile char *)A->v[k];
             for (size_t off = 0; off < bytes; off += page)

@@ -20,8 +20,6 @@
 #include "placement.h"
 #include "sysfs.h"
 
-#define MB_PAGE_4K ((size_t)4096)
-
 /* ---------------------------------------------------------- after the run */
 
 long mb_sample_page_nodes(const mb_mapping_t *m, int nmaps, int per_array, long *counts)
@@ -37,11 +35,12 @@ long mb_sample_page_nodes(const mb_mapping_t *m, int nmaps, int per_array, long 
     for (int i = 0; i < nmaps; i++) {
         if (!m[i].addr || m[i].used == 0)
             continue;
-        size_t npg = (m[i].used + MB_PAGE_4K - 1) / MB_PAGE_4K;
+        const size_t page = mb_base_page_bytes(); /* 64 KiB on some arm64 kernels */
+        size_t npg = (m[i].used + page - 1) / page;
         size_t cnt = npg < (size_t)per_array ? npg : (size_t)per_array;
         for (size_t k = 0; k < cnt; k++) {
             size_t pgi = k * npg / cnt;
-            pages[k] = (char *)m[i].addr + pgi * MB_PAGE_4K;
+            pages[k] = (char *)m[i].addr + pgi * page;
             status[k] = -1;
         }
         long rc = syscall(SYS_move_pages, 0, (unsigned long)cnt, pages, NULL, status, 0);
@@ -73,13 +72,15 @@ double mb_hugepage_fraction(const mb_mapping_t *m, int nmaps)
     char line[512];
     unsigned long vs = 0, ve = 0;
     double overlap = 0.0;           /* bytes of the current VMA inside arrays */
-    long anon_huge = 0, hugetlb = 0, rss = 0, kps = 4;
+    /* a VMA whose KernelPageSize is above the base page is hugetlb */
+    const long base_kb = (long)(mb_base_page_bytes() >> 10);
+    long anon_huge = 0, hugetlb = 0, rss = 0, kps = base_kb;
     int have_hugetlb_fields = 0, in_vma = 0;
 
 #define FLUSH_VMA()                                                           \
     do {                                                                      \
         if (in_vma && overlap > 0.0 && ve > vs) {                             \
-            double kb = kps > 4 ? (have_hugetlb_fields ? (double)hugetlb      \
+            double kb = kps > base_kb ? (have_hugetlb_fields ? (double)hugetlb      \
                                                       : (double)rss)          \
                                 : (double)anon_huge;                          \
             huge += kb * 1024.0 * (overlap / (double)(ve - vs));              \
@@ -95,7 +96,7 @@ double mb_hugepage_fraction(const mb_mapping_t *m, int nmaps)
             ve = b;
             in_vma = 1;
             anon_huge = hugetlb = rss = 0;
-            kps = 4;
+            kps = base_kb;
             have_hugetlb_fields = 0;
             overlap = 0.0;
             for (int i = 0; i < nmaps; i++) {

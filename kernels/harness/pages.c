@@ -39,22 +39,54 @@
 #define MADV_NOHUGEPAGE 15
 #endif
 
-#define MB_PAGE_4K ((size_t)4096)
 #define MB_PAGE_2M ((size_t)2 << 20)
 #define MB_PAGE_1G ((size_t)1 << 30)
 
 /* ----------------------------------------------------------------- pages */
 
+/* The kernel's base page: 4 KiB on x86, 4, 16 or 64 KiB on arm64 (Grace
+ * and RHEL's arm64 kernels use 64 KiB).  The pages axis value "4k" means
+ * this page. */
+size_t mb_base_page_bytes(void)
+{
+    static size_t bytes;
+    if (!bytes) {
+        /* TEST ONLY: MEMBENCH_TEST_BASE_PAGE=65536 makes a 4 KiB kernel look
+         * like a 64 KiB one (a multiple of the real page stays aligned) */
+        const char *test = getenv("MEMBENCH_TEST_BASE_PAGE");
+        long pg = test ? atol(test) : sysconf(_SC_PAGESIZE);
+        bytes = pg >= 4096 && (pg & (pg - 1)) == 0 ? (size_t)pg : 4096;
+    }
+    return bytes;
+}
+
+/* A transparent huge page: one page-table page's worth of base pages (the
+ * PMD size: 2 MiB with 4 KiB pages, 512 MiB with 64 KiB), as the kernel
+ * says where it says. */
+size_t mb_thp_bytes(void)
+{
+    static size_t bytes;
+    if (!bytes) {
+        size_t base = mb_base_page_bytes();
+        long pmd = getenv("MEMBENCH_TEST_BASE_PAGE")
+                       ? 0
+                       : mb_read_long("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", 0);
+        bytes = pmd > 0 ? (size_t)pmd : base * (base / 8);
+    }
+    return bytes;
+}
+
 size_t mb_page_bytes(mb_pages_kind_t kind)
 {
     switch (kind) {
     case MB_PAGES_THP:
+        return mb_thp_bytes();
     case MB_PAGES_HUGETLB_2M:
         return MB_PAGE_2M;
     case MB_PAGES_HUGETLB_1G:
         return MB_PAGE_1G;
     default:
-        return MB_PAGE_4K;
+        return mb_base_page_bytes();
     }
 }
 
@@ -165,8 +197,9 @@ int mb_map(mb_pages_kind_t kind, size_t bytes, int narrays, mb_mapping_t *m,
         m->len = len;
         return MB_OK;
     }
-    /* 4k and thp: anonymous mapping; thp aligned to 2 MiB by trimming */
-    size_t extra = kind == MB_PAGES_THP ? MB_PAGE_2M : 0;
+    /* 4k and thp: anonymous mapping; thp aligned to a huge page by trimming */
+    size_t thp = mb_thp_bytes();
+    size_t extra = kind == MB_PAGES_THP ? thp : 0;
     void *p = mmap(NULL, len + extra, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
@@ -175,7 +208,7 @@ int mb_map(mb_pages_kind_t kind, size_t bytes, int narrays, mb_mapping_t *m,
     }
     char *base = p;
     if (extra) {
-        uintptr_t a = ((uintptr_t)p + MB_PAGE_2M - 1) & ~(uintptr_t)(MB_PAGE_2M - 1);
+        uintptr_t a = ((uintptr_t)p + thp - 1) & ~(uintptr_t)(thp - 1);
         size_t head = a - (uintptr_t)p, tail = extra - head;
         if (head)
             munmap(p, head);

@@ -88,6 +88,10 @@ typedef struct mb_mapping {
 } mb_mapping_t;
 
 size_t mb_page_bytes(mb_pages_kind_t kind);
+/* the kernel's base page (sysconf) and its transparent huge page (the PMD
+ * size): 4 KiB and 2 MiB on x86, 64 KiB and 512 MiB on a 64 KiB arm64 kernel */
+size_t mb_base_page_bytes(void);
+size_t mb_thp_bytes(void);
 /* Can narrays arrays of `bytes` each be mapped with these pages here?
  * MB_OK, or MB_SKIPPED with a reason (THP disabled, not enough free huge
  * pages: how many are needed and the command that would reserve them). */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "json.h"
 #include "record.h"
 #include "table.h"
@@ -29,6 +30,7 @@ static void kv_provenance(jbuf_t *b, const run_t *r)
     kv_str(b, "compiler", __VERSION__);
     kv_str(b, "cflags", MB_CFLAGS);
     kv_str(b, "harness_version", MB_HARNESS_VERSION);
+    mb_arch_keys(b);
     kv_str(b, "omp_proc_bind", getenv("OMP_PROC_BIND"));
     kv_str(b, "omp_places", getenv("OMP_PLACES"));
 }

@@ -22,6 +22,10 @@ const mb_kernel_t *mb_find_kernel(const char *family, const char *op);
 /* 1 if the CPU supports the named feature (NULL = no requirement); -1 if the
  * name is unknown to this harness. */
 int mb_cpu_supports(const char *feature);
+/* 1 if MEMBENCH_TEST_CPU_LACKS names the feature (tests only) */
+int mb_cpu_lacks(const char *feature);
+/* The SVE vector length in bits; 0 without SVE (and off aarch64). */
+int mb_sve_vector_bits(void);
 /* Print the table (all families, linked or not) to f. */
 void mb_print_table(FILE *f, const char *selected_family);
 

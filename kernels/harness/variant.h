@@ -63,8 +63,31 @@
 #endif
 
 /* CPU feature the explicit vector width needs, and the target attribute
- * of the kernels that use it (SSE2 is in the x86-64 baseline). */
+ * of the kernels that use it (SSE2 is in the x86-64 baseline).  On aarch64
+ * 128 bits is NEON (Advanced SIMD, HWCAP asimd) and 256 bits is SVE at a
+ * vector length of exactly 256 bits (Graviton3): the kernels alone carry
+ * +sve, so the harness stays runnable on a CPU without SVE (Neoverse N1)
+ * and says so in a skipped record. */
+#if defined(MB_FOREIGN_FEATURE)
+/* a variant of another architecture (plan/variants.py builds it as plain C
+ * here): every op needs that architecture's feature, so each record is
+ * skipped with the reason */
+#define MB_VFEATURE MB_FOREIGN_FEATURE
+#define MB_VTARGET
+#elif defined(__aarch64__)
 #if MB_VBITS == 512
+#error "MB_VBITS 512 has no aarch64 variant (SVE-512 is not built)"
+#elif MB_VBITS == 256
+#define MB_VFEATURE "sve256"
+#define MB_VTARGET __attribute__((target("+sve")))
+#elif MB_VBITS == 128
+#define MB_VFEATURE "asimd"
+#define MB_VTARGET
+#else
+#define MB_VFEATURE NULL
+#define MB_VTARGET
+#endif
+#elif MB_VBITS == 512
 #define MB_VFEATURE "avx512f"
 #define MB_VTARGET __attribute__((target("avx512f")))
 #elif MB_VBITS == 256

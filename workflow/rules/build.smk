@@ -25,9 +25,11 @@ rule build_kernel:
             VARIANTS, wildcards.kernel, wildcards.variant
         ),
         ldflags=variants.link_flags(VARIANTS),
+        # the compiler of this machine's architecture (variants.yaml toolchains)
+        cc=variants.compiler(VARIANTS),
     # Linked beside the target and renamed, as every output of the pipeline is
     # written: a file that exists is whole, even after a hard kill (see the
     # profiles' ignore-incomplete).
     shell:
-        "gcc {params.cflags:q} {input.sources:q} {params.ldflags:q} -o {output:q}.part > {log:q} 2>&1"
+        "{params.cc} {params.cflags:q} {input.sources:q} {params.ldflags:q} -o {output:q}.part > {log:q} 2>&1"
         " && mv {output:q}.part {output:q}"

@@ -29,7 +29,7 @@ from membench.plan.grammar import (
 from membench.plan.families import FAMILIES
 from membench.plan.figure_kinds import DEFAULT_KINDS
 from membench.plan.peak_config import config_problems as peak_config_problems
-from membench.plan.variants import families, variant_names
+from membench.plan.variants import all_variant_names, families
 
 
 def load_schema(path: Path) -> dict:
@@ -181,7 +181,8 @@ def _experiment_problems(where: str, experiment: dict, schema: dict, variants_ta
         if problem:
             problems.append(f"{where}.chase_group[{i}]: {group!r} is not allowed; {problem}")
     is_family = isinstance(kernel, str) and kernel in families(variants_table)
-    known = variant_names(variants_table, kernel) if is_family else None
+    # a variant of any architecture (one of another gives skipped records)
+    known = all_variant_names(variants_table, kernel) if is_family else None
     for i, variant in enumerate(_list_of(experiment.get("variants"))):
         if known is not None and isinstance(variant, str) and variant != "all" and variant not in known:
             problems.append(

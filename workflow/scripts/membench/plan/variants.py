@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 import re
 from pathlib import Path
 
@@ -22,8 +23,31 @@ def families(table: dict) -> dict[str, dict]:
     return table["families"]
 
 
-def variant_names(table: dict, family: str) -> list[str]:
+def host_arch() -> str:
+    """This machine's architecture as the toolchains table names it."""
+    machine = platform.machine()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)
+
+
+def variant_arch(table: dict, family: str, variant: str) -> str | None:
+    """The one architecture a variant is written for (its ISA: nt-avx512 is
+    x86_64's, nt-sve256 aarch64's), None = every architecture (plain C)."""
+    return table["families"][family]["variants"][variant].get("arch")
+
+
+def all_variant_names(table: dict, family: str) -> list[str]:
+    """Every variant of the family, of any architecture (what a config may name)."""
     return list(table["families"][family]["variants"])
+
+
+def variant_names(table: dict, family: str, arch: str | None = None) -> list[str]:
+    """The variants of the family that are native to arch (default: this
+    machine): what "all" means in a config, and what the tests build. A
+    variant of another architecture still builds here, into a binary whose
+    every record is skipped (compile_flags)."""
+    arch = arch or host_arch()
+    return [name for name in all_variant_names(table, family)
+            if variant_arch(table, family, name) in (None, arch)]  # fmt: skip
 
 
 def family_pattern(table: dict) -> str:
@@ -33,7 +57,7 @@ def family_pattern(table: dict) -> str:
 
 def variant_pattern(table: dict) -> str:
     """A regex matching exactly the variant names of any family."""
-    names = {v for family in families(table) for v in variant_names(table, family)}
+    names = {v for family in families(table) for v in all_variant_names(table, family)}
     return "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
 
 
@@ -55,18 +79,57 @@ def header_paths(table: dict, kernel_dir: Path) -> list[str]:
     return [str(kernel_dir / name) for name in table["common"]["headers"]]
 
 
-def compile_flags(table: dict, family: str, variant: str) -> list[str]:
+def toolchain(table: dict, arch: str | None = None) -> dict:
+    """The compiler and arch flags for a target architecture (default this
+    machine's): the native ones on that machine, the cross ones elsewhere
+    (no -march=native to ask a CPU that is not there)."""
+    arch = arch or host_arch()
+    entry = table["common"]["toolchains"][arch]
+    if arch == host_arch():
+        return {"cc": entry["cc"], "arch": list(entry["arch"])}
+    return {"cc": entry["cross_cc"], "arch": list(entry["cross_arch"])}
+
+
+def foreign_feature(table: dict, family: str, variant: str) -> str:
+    """The CPU feature a variant of another architecture stands for (its
+    vector width's, on its own architecture): the reason of its records."""
+    arch = variant_arch(table, family, variant)
+    bits = features(table, family, variant).get("vector_bits", 0)
+    by_width = table["common"]["toolchains"][arch]["vector_features"]
+    return by_width.get(bits) or by_width.get(str(bits)) or arch
+
+
+def own_flags(table: dict, family: str, variant: str, arch: str | None = None) -> list[str]:
+    """The variant's own cflags for arch, "{arch}" replaced by its arch
+    flags (-march=native on x86_64, -mcpu=native on aarch64, or the cross
+    build's). A variant of another architecture is built as plain C at its
+    own optimisation level, its ISA named in MB_FOREIGN_FEATURE: every op of
+    that binary gives a skipped record saying which feature it needs."""
+    arch = arch or host_arch()
+    own = table["families"][family]["variants"][variant]["cflags"]
+    if variant_arch(table, family, variant) not in (None, arch):
+        level = [flag for flag in own if re.fullmatch(r"-O\w*", flag)]
+        return [*level, f'-DMB_FOREIGN_FEATURE="{foreign_feature(table, family, variant)}"']
+    arch_flags = toolchain(table, arch)["arch"]
+    return [expanded for flag in own for expanded in (arch_flags if flag == "{arch}" else [flag])]
+
+
+def compile_flags(table: dict, family: str, variant: str, arch: str | None = None) -> list[str]:
     """Compiler flags for one binary: common flags, the variant's own, and
     the defines that tell the harness which family and variant it is."""
     common = table["common"]
-    own = table["families"][family]["variants"][variant]["cflags"]
+    own = own_flags(table, family, variant, arch)
     return [
         *common["cflags"],
         *own,
         f'-DMB_FAMILY="{family}"',
         f'-DMB_VARIANT="{variant}"',
-        f'-DMB_CFLAGS="{" ".join(own)}"',
+        f'-DMB_CFLAGS="{" ".join(own).replace(chr(34), chr(92) + chr(34))}"',
     ]
+
+
+def compiler(table: dict, arch: str | None = None) -> str:
+    return toolchain(table, arch)["cc"]
 
 
 def link_flags(table: dict) -> list[str]:
@@ -74,13 +137,14 @@ def link_flags(table: dict) -> list[str]:
 
 
 def compile_argv(
-    table: dict, family: str, variant: str, kernel_dir: Path, output: Path
+    table: dict, family: str, variant: str, kernel_dir: Path, output: Path, arch: str | None = None
 ) -> list[str]:
-    """The full gcc command line, as the build rule runs it (the rule links
-    to a temporary name beside the output and renames it)."""
+    """The full compiler command line, as the build rule runs it (the rule
+    links to a temporary name beside the output and renames it); arch other
+    than this machine's = a cross build."""
     return [
-        "gcc",
-        *compile_flags(table, family, variant),
+        compiler(table, arch),
+        *compile_flags(table, family, variant, arch),
         *source_paths(table, kernel_dir, family),
         *link_flags(table),
         "-o",

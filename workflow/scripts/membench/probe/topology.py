@@ -15,9 +15,14 @@ import socket
 import subprocess
 from pathlib import Path
 
+from membench.probe.arm_cpu import page_sizes, read_arm_cpu, sve_vector_bits
 from membench.probe.prefetchers import prefetcher_state
 from membench.probe.dmidecode import probe_peak
 from membench.core.atomic_files import write_text_atomic
+
+
+# Arm's Features that change memory results (vector width, atomics)
+ARM_FLAGS = {"asimd", "sve", "sve2", "atomics", "lrcpc", "dcpop"}
 
 
 def parse_cpulist(text: str) -> list[int]:
@@ -212,10 +217,28 @@ def llc_capacity(topology: dict, cpus) -> int:
 
 
 def read_cpu_model(root: Path) -> tuple[str, list[str]]:
+    """The CPU's name and feature flags: x86's "model name" and "flags", or
+    Arm's decoded implementer/part and "Features" (arm_cpu)."""
     cpuinfo = _read(root / "proc/cpuinfo", "")
     model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
     flags = re.search(r"^flags\s*:\s*(.+)$", cpuinfo, re.M)
+    arm = read_arm_cpu(cpuinfo) if not model else None
+    if arm:
+        return f"{arm['name']} ({arm['implementer']}/{arm['part']})", arm["features"]
     return (model.group(1).strip() if model else "unknown", flags.group(1).split() if flags else [])
+
+
+def read_arch(root: Path) -> dict:
+    """The architecture facts of the records: arch, the Arm implementer and
+    part (null on x86), the SVE vector length and the page sizes."""
+    arm = read_arm_cpu(_read(root / "proc/cpuinfo", "") or "")
+    return {
+        "arch": "aarch64" if arm else "x86_64",
+        "cpu_implementer": arm["implementer"] if arm else None,
+        "cpu_part": arm["part"] if arm else None,
+        "sve_vector_bits": sve_vector_bits(root, arm["features"]) if arm else 0,
+        **page_sizes(root),
+    }
 
 
 def read_topology(root: Path = Path("/")) -> dict:
@@ -228,7 +251,8 @@ def read_topology(root: Path = Path("/")) -> dict:
     llc_all = llc_instances({"cache_instances": instances, "caches": caches, "llc_bytes": llc["size_bytes"] if llc else None, "cpus": cpus})
     return {
         "cpu_model": model,
-        "cpu_flags": sorted(f for f in flags if f.startswith(("avx", "sse", "fma", "amx"))),
+        "cpu_flags": sorted(f for f in flags if f.startswith(("avx", "sse", "fma", "amx")) or f in ARM_FLAGS),
+        **read_arch(root),
         "cpus": cpus,
         "cores": len({(c["package"], c["core"]) for c in cpus}),
         "packages": len({c["package"] for c in cpus}),
