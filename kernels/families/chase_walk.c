@@ -168,6 +168,10 @@ void mb_chase_walk_calibrated(void **start, size_t chunk, double chunk_ns, int n
         w->walk_loads = wl, w->stretches = S, w->walks = 0, w->closed = 1;
         double spent = 0;
         int most = max_walks < MB_CHASE_MAX_WALKS ? max_walks : MB_CHASE_MAX_WALKS;
+        /* the loaded chase (no walk added past the minimum): its window
+         * closes after the first walk that ends past its budget */
+        double window = max_walks <= MB_CHASE_MIN_WALKS ? MB_CHASE_WINDOW_S : INFINITY;
+        int cut = 0;
         while (w->walks < wmin ||
                (w->walks < most && (w->walks + 1) * S <= cap && spent < MB_CHASE_EXTEND_S &&
                 mb_chase_stretches_confirmed(buf, w->walks, S, MB_CHASE_CONFIRM_REL) <
@@ -180,8 +184,10 @@ void mb_chase_walk_calibrated(void **start, size_t chunk, double chunk_ns, int n
                 spent += secs[s], tmin = fmin(tmin, secs[s]);
             if (w->walks == 1 && attempt == 0 && tmin * 1e9 < 0.75 * chunk_ns)
                 break; /* the probe was slowed down: longer stretches */
+            if ((cut = w->walks < wmin && spent >= window))
+                break;
         }
-        if (w->walks >= wmin || attempt == 1)
+        if (w->walks >= wmin || cut || attempt == 1)
             return;
         double tmin = INFINITY;
         for (int s = 0; s < S; s++)

@@ -22,6 +22,7 @@
 #define MB_CHASE_MAX_WALKS 8        /* walks added while unconfirmed, up to */
 #define MB_CHASE_MAX_STRETCHES 128  /* chunks per walk at most (longer chunks beyond) */
 #define MB_CHASE_EXTEND_S 2.0       /* a point's budget: no walk added once its timed chunks took this */
+#define MB_CHASE_WINDOW_S 3.0       /* the loaded chase's budget: no walk started after its window took this */
 #define MB_CHASE_CONFIRM_REL 0.02   /* a stretch is confirmed when its second-fastest */
 #define MB_CHASE_CONFIRM_FRAC 0.9   /* walk is within 2 %; 90 % confirmed: done */
 /* chunk-time buffer: ntimes + every walk a run may add */
@@ -61,7 +62,10 @@ MB_WEAK size_t mb_chase_stretch_loads(size_t walk_loads, int stretches, int s);
  * (MB_CHASE_MAX_WALKS for the idle chase; the loaded chase, whose chunks
  * vary with the load by design, passes MB_CHASE_MIN_WALKS), while fewer than
  * MB_CHASE_CONFIRM_FRAC of the stretches are confirmed and the chunks took
- * under MB_CHASE_EXTEND_S.  A
+ * under MB_CHASE_EXTEND_S (the point's budget).  With max_walks at the
+ * minimum (the loaded chase) the window closes, after one walk at least,
+ * once it took MB_CHASE_WINDOW_S (its budget; the record's window_seconds
+ * and walks say how long and how many).  A
  * chunk shorter than 0.75 x chunk_ns makes the stretches longer and the
  * walks start again (once).  buf has room for MB_CHASE_CHUNK_CAP(ntimes). */
 MB_WEAK void mb_chase_walk(void **start, double chunk_ns, int ntimes, int max_walks,
