@@ -96,6 +96,7 @@ def test_loaded_takes_each_mix_as_its_load(bins):
         wa = 0 if r["op"] == "r2w1nt" else writes
         assert r["status"] == "ok" and r["valid"] is True, r["reason"]
         assert r["ns_per_load"] > 0 and r["gbps"] > 0 and r["delay"] == 10
+        assert r["delay_ns"] > 0  # ten pauses as measured on the loader's CPU (issue 38)
         assert r["loader_arrays"] == reads + writes and r["nontemporal"] is (r["op"] == "r2w1nt")
         assert r["gbps_wa"] == pytest.approx(r["gbps"] * (reads + writes + wa) / (reads + writes))
 
@@ -213,6 +214,9 @@ def test_loaded_little_law_at_each_point():
     assert point["read traffic GB/s"] == "10.00" and point["bytes in flight"] == "1280"
     assert point["lines in flight"] == "20.0" and point["lines / load thread"] == "10.0"
     assert by[("r2w1nt", "0")]["lines in flight"] == f"{8.0 * 150.0 / 64:.1f}"
+    assert by[("r1w1", "50")]["delay (measured)"] == "50"  # records before delay_ns: the count alone
+    measured = loaded_little_table(pd.DataFrame(rows).assign(delay_ns_median=[0.0, 710.0, 0.0]), {"sys": 64})
+    assert sorted(dict(zip(measured["columns"], r))["delay (measured)"] for r in measured["rows"]) == ["0", "0", "50 (710 ns)"]
     assert len(table["rows"]) == 3
 
 

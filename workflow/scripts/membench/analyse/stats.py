@@ -156,7 +156,9 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
             if metric in ok and ok[metric].notna().any():
                 row[f"{prefix}_median_all"] = ok[metric].astype(float).median()
         # core_ghz: the clock the chase measured beside its latency (cycles in the hierarchy table)
-        for metric, prefix in (("gbps", "gbps"), ("gbps_wa", "gbps_wa"), ("ns_per_load", "ns"), ("core_ghz", "core_ghz")):
+        # delay_ns: the loaded family's injected delay as measured (a pause count's cost varies by CPU)
+        for metric, prefix in (("gbps", "gbps"), ("gbps_wa", "gbps_wa"), ("ns_per_load", "ns"), ("core_ghz", "core_ghz"),
+                               ("delay_ns", "delay_ns")):
             if metric in ok and ok[metric].notna().any():
                 # NaN when every repetition was disturbed: the cell stays, its numbers do not
                 row.update(distribution(used[metric].dropna(), prefix))
