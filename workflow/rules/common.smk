@@ -16,7 +16,7 @@ sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 from membench import __version__
 from membench.core import last_words, layout, manifests, run_lock
 from membench.plan import c2c_pairs, figure_kinds, node_pairs, rounds, variants
-from membench.plan import checks
+from membench.plan import checks, config_limits
 from membench.plan import grammar
 
 
@@ -37,7 +37,10 @@ if not config:
         "no config: run with --configfile config/config.yaml (profiles/default "
         "names it; --workflow-profile none or another profile does not)"
     )
+# Snakemake's YAML loader keeps the last of two equal keys (an experiment
+# written twice): the config files are read again, refusing that.
 try:
+    config_limits.config_file_problems_raise(workflow.configfiles)
     CONFIG, CELLS = checks.load(
         config, REPO / "workflow" / "schemas" / "config.schema.yaml", VARIANTS
     )

@@ -7,9 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-import yaml
-
-from membench.plan import checks
+from membench.plan import checks, config_limits
 from membench.plan import grammar
 from membench.store import progress
 from membench.plan import variants
@@ -22,10 +20,9 @@ def main(argv=None) -> int:
     parser.add_argument("--configfile", default=str(REPO / "config" / "config.yaml"))
     parser.add_argument("--directory", default=".", help="the run directory (holding results/)")
     args = parser.parse_args(argv)
-    with open(args.configfile) as fh:
-        raw = yaml.safe_load(fh)
     table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
     try:
+        raw = config_limits.read_config(args.configfile)
         config, cells = checks.load(raw, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
     except grammar.ConfigError as error:
         print(error, file=sys.stderr)

@@ -26,6 +26,7 @@ from membench.plan.grammar import (
     parse_group,
     parse_size,
 )
+from membench.plan.config_limits import count_problems, short_repr, too_large, value_bound_problems
 from membench.plan.families import FAMILIES
 from membench.plan.figure_kinds import DEFAULT_KINDS
 from membench.plan.peak_config import config_problems as peak_config_problems
@@ -69,7 +70,7 @@ def _explain(error: jsonschema.ValidationError, root: dict) -> list[str]:
     if error.validator == "additionalProperties":
         known = sorted(error.schema.get("properties", {}))
         return [
-            f"{where}: unknown key {key!r} (value {error.instance[key]!r}); "
+            f"{where}: unknown key {short_repr(key)} (value {short_repr(error.instance[key])}); "
             f"allowed keys: {', '.join(known)}"
             for key in error.instance
             if key not in known
@@ -79,8 +80,9 @@ def _explain(error: jsonschema.ValidationError, root: dict) -> list[str]:
     if error.validator == "enum":
         allowed = ", ".join(str(v) for v in error.validator_value)
         return [f"{where}: {error.instance!r} is not allowed; allowed: {allowed}"]
-    if error.validator == "minimum":
-        return [f"{where}: {error.instance!r} is not allowed; allowed: >= {error.validator_value}"]
+    if error.validator in ("minimum", "maximum"):
+        bound = ">=" if error.validator == "minimum" else "<="
+        return [f"{where}: {error.instance!r} is not allowed; allowed: {bound} {error.validator_value}"]
     if error.validator in ("minItems", "minProperties"):
         return [f"{where}: {error.instance!r} is empty; give at least {error.validator_value}"]
     # The deepest schema node says best what this key accepts.
@@ -115,7 +117,8 @@ def _allowed(node: dict) -> str | None:
     if kind == "array":
         return f"a list of: {_allowed(node.get('items', {})) or 'values'}"
     if kind == "integer":
-        return "an integer" + (f" >= {node['minimum']}" if "minimum" in node else "")
+        return ("an integer" + (f" >= {node['minimum']}" if "minimum" in node else "")
+                + (f" and <= {node['maximum']}" if "maximum" in node else ""))  # fmt: skip
     if kind == "boolean":
         return "true or false"
     if kind == "object":
@@ -173,6 +176,7 @@ def _experiment_problems(where: str, experiment: dict, schema: dict, variants_ta
     for i, affinity in enumerate(_list_of(experiment.get("affinity"))):
         problems += _backwards_ranges(f"{where}.affinity[{i}]", affinity)
     problems += _pair_problems(where, experiment)
+    problems += value_bound_problems(where, experiment)
     if traits and "sweep_from" in traits.knobs:
         problems += _sweep_problems(where, experiment)
     problems += _kernel_only_problems(where, experiment, schema)
@@ -363,7 +367,10 @@ def name_length_problems(config: dict, schema: dict, variants_table: dict, intac
 def validate(config: dict, schema: dict, variants_table: dict) -> dict:
     """The config with defaults applied, or ConfigError listing every problem."""
     if not isinstance(config, dict):
-        raise ConfigError([f"(top level): expected a mapping, got {config!r}"])
+        raise ConfigError([f"(top level): expected a mapping, got {short_repr(config)}"])
+    oversized = too_large(config)  # before anything walks or prints it
+    if oversized:
+        raise ConfigError([oversized])
     validator = jsonschema.Draft202012Validator(schema)
     problems, broken = [], set()
     for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
@@ -377,6 +384,11 @@ def validate(config: dict, schema: dict, variants_table: dict) -> dict:
     problems += peak_config_problems(config.get("systems"))
     if isinstance(config.get("experiments"), dict):
         intact = [n for n in config["experiments"] if n not in broken]
+        # counted from the axis lengths before any cross product is made
+        counted = count_problems(_apply_defaults(
+            {**config, "experiments": {n: config["experiments"][n] for n in intact}}, schema), variants_table)  # fmt: skip
+        problems += counted
+        intact = [] if counted else intact
         problems += _empty_experiments(config, schema, variants_table, intact)
     else:
         intact = []
