@@ -7,7 +7,6 @@ to the round's log.
 
 import argparse
 import json
-import signal
 import sys
 from pathlib import Path
 
@@ -71,9 +70,10 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     bin_dir = args.bin_dir or f"bin/{args.system}"
     runs_dir = args.runs_dir or f"results/{args.system}/runs"
-    # SIGTERM (Snakemake stopping, scancel) unwinds: the harness is killed
-    # and the repetition it was on is not stored.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    # SIGTERM (Snakemake stopping, scancel) sets a flag the round reads
+    # before each try and while it waits: the harness is killed and the
+    # repetition it was on is not stored (membench.measure.stopping).
+    stopping.stop_on_sigterm()
     study = json.loads(Path(args.study_file).read_text())
     table = variants.load_variants(Path(args.variants))
     # The system's probe (a Snakemake input of the round, always there in
@@ -93,10 +93,13 @@ def main(argv=None) -> int:
         except stopping.Stopped as stop:
             log.write(f"stopped: {stop}\n")
             print(f"{plan.system} round {plan.round_index} stopped: {stop}", file=sys.stderr)
-            return 1
+            return 128 + stopping.terminated_by() if stopping.terminated_by() else 1
         except StoreError as error:
             log.write(f"stopped: {error}\n")
             return stopped(plan, error)
+    if stopping.terminated_by():  # after the last repetition: the round is not done
+        print(f"{plan.system} round {plan.round_index} stopped: SIGTERM received", file=sys.stderr)
+        return 128 + stopping.terminated_by()
     try:
         measure_rounds.write_manifest(args.manifest, manifest)
     except StoreError as error:

@@ -43,6 +43,38 @@ _watched_pid: int | None = None
 _watched_pidfd: int | None = None
 POLL_SECONDS = 0.2
 
+# A SIGTERM to the round (Snakemake stopping, scancel, kill) only sets this
+# flag; the round acts on it where it is safe to (check_stop: before each
+# try, while waiting on a harness or a lock). A handler that raised
+# SystemExit could run inside a hook Python calls from C (logging's at-fork
+# hook around Popen's fork), where the exception is printed as "ignored" and
+# lost: the round then measured on and stored.
+_terminated_by: int | None = None
+
+
+def _set_terminated(signum, frame) -> None:
+    global _terminated_by
+    _terminated_by = signum
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM sets the flag check_stop reads, nothing else."""
+    signal.signal(signal.SIGTERM, _set_terminated)
+
+
+def terminated_by() -> int | None:
+    """The signal that asked this process to stop, or None."""
+    return _terminated_by
+
+
+def check_stop() -> None:
+    """Raise Stopped when a SIGTERM came, or the watched process (Snakemake)
+    has ended: called before each try and while waiting."""
+    if _terminated_by is not None:
+        raise Stopped(f"{signal.Signals(_terminated_by).name} received")
+    if not _watched_alive():
+        raise Stopped(f"process {_watched_pid} (Snakemake) ended")
+
 
 def _pidfd(pid: int) -> int | None:
     """A pidfd on `pid`, or None where the kernel (older than 5.3) or the
@@ -81,10 +113,9 @@ def _watched_alive() -> bool:
 
 
 def check_watched() -> None:
-    """Raise Stopped when the watched process (Snakemake) has ended: for a
-    round waiting on something else than a child (membench.measure.lock)."""
-    if not _watched_alive():
-        raise Stopped(f"process {_watched_pid} (Snakemake) ended")
+    """check_stop, for a round waiting on something else than a child
+    (membench.measure.lock)."""
+    check_stop()
 
 
 def _wait_child(proc: subprocess.Popen) -> None:
@@ -92,6 +123,7 @@ def _wait_child(proc: subprocess.Popen) -> None:
     child = _pidfd(proc.pid) if _watched_pid is None or _watched_pidfd is not None else None
     if child is None:  # no pidfds: poll both
         while True:
+            check_stop()
             try:
                 proc.wait(timeout=POLL_SECONDS)
                 return
@@ -100,9 +132,13 @@ def _wait_child(proc: subprocess.Popen) -> None:
                     raise Stopped("Snakemake ended during the measurement") from None
     try:
         waiting = [child] + ([_watched_pidfd] if _watched_pidfd is not None else [])
-        ready, _, _ = select.select(waiting, [], [])
-        if child not in ready:
-            raise Stopped("Snakemake ended during the measurement")
+        while True:
+            check_stop()  # a SIGTERM's flag: select wakes at least this often
+            ready, _, _ = select.select(waiting, [], [], POLL_SECONDS)
+            if child in ready:
+                return
+            if ready:
+                raise Stopped("Snakemake ended during the measurement")
     finally:
         os.close(child)
 
@@ -140,9 +176,11 @@ def run_child(argv: list[str], *, stdout, stderr, env: dict) -> int:
     first, the child is killed and Stopped raised; when this process is
     interrupted (KeyboardInterrupt, SystemExit), the child is killed before
     the exception goes on."""
+    check_stop()
     proc = subprocess.Popen(argv, stdout=stdout, stderr=stderr, env=env, preexec_fn=_die_with_parent(os.getpid()))
     try:
         _wait_child(proc)
+        check_stop()  # a SIGTERM as the harness ended: nothing is stored
         return proc.wait()
     finally:
         if proc.poll() is None:
