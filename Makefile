@@ -42,13 +42,21 @@ bench-deps:
 $(STAMP): requirements.txt requirements-dev.txt requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c requirements.lock
+	@$(BIN)/python -c "import os, time; print(round(time.time() - os.stat('$(VENV)/pyvenv.cfg').st_mtime))" > $(VENV)/.install_seconds
 	touch $@
+
+# make run prints what it will measure and the estimate of its time first
+# (study_estimate.py), and where the time went last (time_breakdown.py:
+# the install, when this run made .venv, then Snakemake's phases).
+INSTALL_TIME = $$([ -f $(VENV)/.install_seconds ] && echo --install-seconds $$(cat $(VENV)/.install_seconds) && rm -f $(VENV)/.install_seconds)
 
 # Snakemake starts with SIGINT and SIGQUIT at their defaults, even where make
 # was started in a shell's background (which ignores them, and a shell cannot
 # undo that): Ctrl-C and kill -INT then stop it (README, "Stopping and resuming").
 run: config-exists system-deps $(STAMP)
-	env --default-signal=INT,QUIT,TERM $(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
+	@$(BIN)/python workflow/scripts/study_estimate.py --configfile $(CONFIG) --cores $(CORES)
+	env --default-signal=INT,QUIT,TERM $(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG); rc=$$?; \
+	  $(BIN)/python workflow/scripts/time_breakdown.py $(INSTALL_TIME); exit $$rc
 	@echo "Report: $(abspath results/report.html)"
 
 # A config that is not there: one line, before anything is installed.
@@ -58,6 +66,7 @@ config-exists:
 # Progress of a run (also while it goes on): repetitions stored, time left.
 status: $(STAMP)
 	$(BIN)/python workflow/scripts/study_status.py --configfile $(CONFIG)
+	@$(BIN)/python workflow/scripts/study_estimate.py --left --configfile $(CONFIG) --cores $(CORES)
 
 test: system-deps test-deps $(STAMP)
 	$(BIN)/pytest -q tests
