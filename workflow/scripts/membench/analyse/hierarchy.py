@@ -182,7 +182,10 @@ def memory_derivation(plateau: Plateau | None, llc: int | None, largest: int | N
         "to the largest working set"
     )
     if llc:
-        text += f", past the sysfs LLC {size_text(llc)}"
+        text += (
+            f", past the sysfs LLC {size_text(llc)}" if plateau.last_bytes > llc
+            else f", before the sysfs LLC {size_text(llc)} but past a plateau of every cache level sysfs names"
+        )
         if plateau.first_bytes <= WELL_BEFORE * llc:
             cache_end = before.last_bytes if before is not None else None
             text += (
