@@ -98,18 +98,25 @@ OUT       ?= compare
 THRESHOLD ?= 2
 IGNORE    ?=
 quote = '$(subst ','\'',$(1))'
-ifeq ($(MAKECMDGOALS),compare)
+# BASE, NEW, OUT, THRESHOLD and IGNORE are taken as written ($(value)):
+# a `$` in them is never expanded by make (`BASE='r$(shell ...)'` runs
+# nothing, a folder `d$x` stays `d$x`), and single quotes keep the shell off.
+# make -n compare only says what it would run.
+dry_run := $(findstring n,$(filter-out --%,$(firstword -$(MAKEFLAGS))))
+ifeq ($(MAKECMDGOALS)$(dry_run),comparen)
+$(info make compare (dry run): compare_results.py $(call quote,$(value BASE)) $(call quote,$(value NEW)) --out $(call quote,$(value OUT)))
+else ifeq ($(MAKECMDGOALS),compare)
 COMPARE_RC := $(shell \
-  ( [ -n $(call quote,$(BASE)) ] && [ -n $(call quote,$(NEW)) ] \
+  ( [ -n $(call quote,$(value BASE)) ] && [ -n $(call quote,$(value NEW)) ] \
     || { echo "usage: make compare BASE=<dir>[:system] NEW=<dir>[:system] [OUT=compare] [THRESHOLD=2] [IGNORE=knob,...] [KEEP_DISTURBED=1]"; exit 2; }; \
     $(MAKE) --no-print-directory -s $(STAMP) || exit 2; \
-    base=$(call quote,$(BASE)); new=$(call quote,$(NEW)); out=$(call quote,$(OUT)); \
+    base=$(call quote,$(value BASE)); new=$(call quote,$(value NEW)); out=$(call quote,$(value OUT)); \
     for side in base new; do eval "given=\$$$$side"; case "$$given" in (*.crate.zip) \
       rm -rf "$$out/$$side-bundle"; \
       $(BIN)/python workflow/scripts/run_bundle.py open "$$given" --dest "$$out/$$side-bundle" || exit 2; \
       eval "$$side=\$$out/$$side-bundle/results";; esac; done; \
     $(BIN)/python workflow/scripts/compare_results.py "$$base" "$$new" \
-      --out $(call quote,$(OUT)) --threshold $(call quote,$(THRESHOLD)) --ignore $(call quote,$(IGNORE)) $(if $(KEEP_DISTURBED),--keep-disturbed); \
+      --out $(call quote,$(value OUT)) --threshold $(call quote,$(value THRESHOLD)) --ignore $(call quote,$(value IGNORE)) $(if $(KEEP_DISTURBED),--keep-disturbed); \
   ) >&2; echo $$?)
 ifeq ($(COMPARE_RC),1)
 MAKEFLAGS += -q
