@@ -10,8 +10,10 @@ What is compared (each row: what, BASE, NEW, whether it differs):
   other key the probe wrote, except those that name the run rather than
   the machine (hostname, SLURM job);
 - the topology (topology.json): CPU model, CPUs / cores / packages, NUMA
-  nodes with their CPUs and memory, node distances, last-level cache, cache
-  line, CPU flags.
+  nodes with their CPUs, node distances, last-level cache, cache line, CPU
+  flags; the memory of each node is shown beside, never a difference (a
+  guest's balloon moves it between two runs minutes apart, and
+  machine_digest ignores it for the same reason).
 A condition missing on a side reads "not recorded" and counts as a
 difference: nothing is called comparable on the strength of a file that is
 not there.
@@ -62,15 +64,21 @@ def _topology(topo: dict | None) -> dict[str, str]:
     return {
         "CPU model": _text(topo.get("cpu_model")),
         "CPUs / cores / packages": f"{len(topo.get('cpus') or [])} / {topo.get('cores')} / {topo.get('packages')}",
-        "NUMA nodes (CPUs, memory)": "; ".join(
-            f"node {n.get('node')}: {len(n.get('cpus') or [])} CPUs, {(n.get('memory_bytes') or 0) / 2**30:.0f} GiB"
-            for n in nodes
-        ) or NOT_RECORDED,
+        "NUMA nodes (CPUs)": "; ".join(f"node {n.get('node')}: {len(n.get('cpus') or [])} CPUs" for n in nodes)
+        or NOT_RECORDED,
         "node distances": _text([n.get("distances") for n in nodes]) if nodes else NOT_RECORDED,
         "last-level cache": _text(topo.get("llc_bytes")),
         "cache line": _text(topo.get("line_bytes")),
         "CPU flags": " ".join(sorted(topo.get("cpu_flags") or [])) or NOT_RECORDED,
     }
+
+
+MEMORY_ROW = "memory per node (shown, not compared: a balloon or reservations move it)"
+
+
+def _memory(topo: dict | None) -> str:
+    nodes = (topo or {}).get("nodes") or []
+    return "; ".join(f"node {n.get('node')}: {(n.get('memory_bytes') or 0) / 2**30:.0f} GiB" for n in nodes) or NOT_RECORDED
 
 
 def _binaries(table: pd.DataFrame) -> dict[tuple[str, str], dict[str, str]]:
@@ -112,6 +120,8 @@ def conditions(base, new) -> list[dict]:
     b_topo, n_topo = _topology(base.topology), _topology(new.topology)
     for key in dict.fromkeys([*b_topo, *n_topo]):
         rows.append(_row("topology", key, b_topo.get(key, NOT_RECORDED), n_topo.get(key, NOT_RECORDED)))
+    # shown, never a difference: a guest's balloon and the kernel's reservations move it between runs
+    rows.append(_row("topology", MEMORY_ROW, _memory(base.topology), _memory(new.topology)) | {"differs": False})
     order = {"binary": 0, "system": 1, "topology": 2}
     return sorted(rows, key=lambda r: (order[r["kind"]], not r["differs"]))
 

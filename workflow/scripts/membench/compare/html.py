@@ -48,8 +48,7 @@ def ratio_figure(rows: list[dict], threshold: float) -> str:
         points = [r["ratio"] for r in rows if math.isfinite(r["ratio"])]
         left = min(lows + points + [1 - 2 * threshold])
         right = max(highs + points + [1 + 2 * threshold])
-        pad = (right - left) * 0.05
-        left, right = left - pad, right + pad
+        left, right = left / 1.05, right * 1.05  # a log axis: 0.5 and 2 equally far from 1
         ax.axvspan(1 - threshold, 1 + threshold, color="#0173b2", alpha=0.10, lw=0)
         ax.axvline(1.0, color="#666666", lw=0.8)
         for i, row in enumerate(rows):
@@ -58,9 +57,11 @@ def ratio_figure(rows: list[dict], threshold: float) -> str:
             open_ = not (row["ratio_low"] > 0 and math.isfinite(row["ratio_high"]))
             low, high = (left, right) if open_ else (row["ratio_low"], row["ratio_high"])
             ax.plot([low, high], [y, y], color=colour, lw=1.6, ls=":" if open_ else "-")
-            ax.plot([row["ratio"]], [y], "o", color=colour, ms=4.5)
+            if math.isfinite(row["ratio"]):
+                ax.plot([row["ratio"]], [y], "o", color=colour, ms=4.5)
         ax.set_yticks(range(count))
         ax.set_yticklabels([_label(r) for r in reversed(rows)], fontsize=7.5)
+        ax.set_xscale("log")
         ax.set_xlim(left, right)
         ax.set_ylim(-0.7, count - 0.3)
         ax.set_xlabel(f"ratio NEW / BASE (95 % interval; band: ±{threshold:.1%}, no change)")

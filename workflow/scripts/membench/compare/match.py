@@ -49,7 +49,7 @@ SEP = "\x1f"  # between the knobs of a key
 ROW_KEYS = [
     "system", "system_base", "system_new", "experiment", "cell", "op", "metric", "unit", "working_set_bytes",
     "sweep_level", "placement_class", "n_base", "n_new", "median_base", "median_new", "ratio", "ratio_low", "ratio_high",
-    "p_value", "spread", "detectable", "verdict", "threshold", "confidence", "row_confidence", "n_needed", "placement_differs", "multimodal",
+    "p_value", "spread", "detectable", "verdict", "role", "threshold", "confidence", "row_confidence", "n_needed", "placement_differs", "multimodal",
     "confounded",
     "notes", "knobs",
 ]  # fmt: skip
@@ -421,17 +421,18 @@ def _effect(row: dict) -> float:
 
 def decide(groups: list[list[dict]], *, threshold: float, confidence: float) -> list[dict]:
     """The verdict of every row (membench.compare.verdicts: Welch's interval
-    on log values, Holm over every row, so that `confidence` holds for the
-    whole comparison); rows ordered changes first."""
+    on log values with Hsu's df, Holm over the gate rows so that
+    `confidence` holds for them as a whole, Benjamini-Hochberg over the
+    exploratory rest); rows ordered changes first."""
     rows = []
     for group in groups:
         for row in group:
             b_vals, n_vals = row.pop("_values")
             row.update(row_verdicts.row_statistics(b_vals, n_vals))
             rows.append(row)
-    level = row_verdicts.decide_rows(rows, threshold=threshold, confidence=confidence)
+    row_verdicts.decide_rows(rows, threshold=threshold, confidence=confidence)
     for row in rows:
-        row.update(threshold=threshold, confidence=confidence, row_confidence=level)
+        row.update(threshold=threshold, confidence=confidence)
     return ordered(groups)
 
 

@@ -1,6 +1,9 @@
-"""`make compare`'s outputs: the terminal table, match.csv, match.json,
-match.txt (the terminal table) and match.html, and the exit code
-(1 when any row is worse, else 0)."""
+"""`make compare`'s outputs: the terminal table, compare.csv, compare.json,
+compare.txt (the terminal table) and compare.html, and the exit code: 1
+when a gate row is worse (membench.compare.gate), 3 when no gate row could
+be decided at all (fewer than 2 undisturbed runs a side in every one: a
+comparison of nothing is no pass), else 0; 2 is bad input
+(compare_results.py)."""
 
 from __future__ import annotations
 
@@ -15,15 +18,18 @@ from membench.analyse.stats import disturbed_mask
 from membench.compare import match
 from membench.compare import conditions as compare_conditions
 from membench.compare import stats as compare_stats
+from membench.compare import gate as compare_gate
 from membench.compare import upfront
 from membench.core.atomic_files import write_text_atomic
 from membench.compare.rows import fmt, interval_text, spread_text, verdict_text, what_text
 
 JSON_SCHEMA = 1
 METHOD = (
-    "ratio NEW/BASE: ratio of geometric means; interval: Welch's t on log values, at the level Holm's procedure "
-    "over all rows stopped at; p: against the nearer threshold edge"
+    "ratio NEW/BASE: ratio of geometric means; interval: Welch's t on log values with Hsu's df (min n - 1), at the "
+    "level Holm's procedure over the gate rows stopped at (exploratory rows: Benjamini-Hochberg's false-coverage "
+    "level); p: against the nearer threshold edge"
 )
+NOTHING_DECIDED = 3  # exit code: no gate row had 2 runs a side
 # rows shown per verdict in the terminal (match.csv has them all)
 SHOWN = {"worse": 100, "better": 100, "undecided": 25, "same": 10}
 
@@ -31,7 +37,7 @@ SHOWN = {"worse": 100, "better": 100, "undecided": 25, "same": 10}
 def terminal_table(result: dict) -> str:
     lines = [f"membench compare  BASE={result['base']}  NEW={result['new']}",
              f"A row is worse or better when its interval lies wholly beyond ±{result['threshold']:.1%}, same when "
-             f"wholly inside, undecided otherwise.", upfront.false_alarm_line(result),
+             f"wholly inside, undecided otherwise.", upfront.false_alarm_line(result), result["gate_line"],
              *upfront.support_lines(result["rows"])]  # fmt: skip
     for pair in result["pairs"]:
         lines.append(f"\n[{pair['system_base']} → {pair['system_new']}] {pair['headline']}")
@@ -51,7 +57,7 @@ def terminal_table(result: dict) -> str:
             hidden[row["verdict"]] += 1
             continue
         shown[row["verdict"]] += 1
-        table.append([verdict_text(row), what_text(row), row["unit"], f"{row['n_base']}/{row['n_new']}",
+        table.append([verdict_text(row) + ("" if row.get("role") != "exploratory" else " (exploratory)"), what_text(row), row["unit"], f"{row['n_base']}/{row['n_new']}",
                       fmt(row["median_base"]), fmt(row["median_new"]), interval_text(row), spread_text(row)])  # fmt: skip
     if table:
         widths = [max(len(str(r[i])) for r in [header, *table]) for i in range(len(header))]
@@ -73,6 +79,8 @@ def terminal_table(result: dict) -> str:
             lines.append(f"  only on {u['only_on']}: {u['cell']} ({u['knobs']}); other side: {u['other_side']}")
         if len(unmatched) > 30:
             lines.append(f"  … and {len(unmatched) - 30} more (match.json lists every one)")
+    if not result.get("decidable_gate_rows"):
+        lines.append(f"\nNothing decided: no gate row had 2 undisturbed runs a side (exit code {NOTHING_DECIDED}).")
     edit = upfront.config_edit(rows)
     if edit:
         lines += ["", *edit]
@@ -87,6 +95,34 @@ def _clean(value):
     if hasattr(value, "item"):
         return _clean(value.item())
     return value
+
+
+def all_disturbed_cells(side: match.Side) -> dict[str, tuple[str, int]]:
+    """cell -> (its experiment, runs) for the cells of a side whose every ok
+    run the disturbed rule marks."""
+    table = side.table
+    if table.empty or "cell" not in table or "status" not in table:
+        return {}
+    ok = table[table["status"] == "ok"]
+    marked = disturbed_mask(ok)
+    out = {}
+    for cell, flags in marked.groupby(ok["cell"]):
+        if len(flags) and flags.all():
+            experiment = ok.loc[flags.index, "experiment"].iloc[0] if "experiment" in ok else "–"
+            out[str(cell)] = (str(experiment), int(len(flags)))
+    return out
+
+
+def disturbed_cell_row(cell: str, experiment: str, sides: dict[str, int], system: str) -> dict:
+    """One row for a cell whose every run on a side was disturbed: said so,
+    never two "only on" cells."""
+    said = " and ".join(f"all {n} runs on {label}" for label, n in sides.items())
+    return {**{k: None for k in match.ROW_KEYS}, "system": system, "experiment": experiment, "cell": cell,
+            "metric": "–", "unit": "–", "placement_class": "all", "n_base": 0,
+            "n_new": 0, "ratio": math.nan, "ratio_low": math.nan,
+            "ratio_high": math.nan, "verdict": "undecided", "role": "gate", "placement_differs": False,
+            "confounded": False, "multimodal": "no",
+            "notes": f"not compared: the disturbed rule marked {said} (KEEP_DISTURBED=1 compares them anyway)"}  # fmt: skip
 
 
 def without_disturbed(side: match.Side) -> tuple[match.Side, int]:
@@ -114,11 +150,13 @@ def run_compare(base: str, new: str, out: Path, *, threshold: float = 0.02, conf
     Records the disturbed rule marks are left out unless keep_disturbed;
     each pair's notes say how many on each side."""
     pairs, system_notes = match.pair_systems(base, new)
-    groups = []
+    gate_cells, findings_read = compare_gate.named_cells(list(dict.fromkeys(d for _, b, _, n in pairs for d in (b, n))))
+    groups, lost_cells = [], []
     result = {"schema": JSON_SCHEMA, "base": base, "new": new, "threshold": threshold, "confidence": confidence,
               "method": METHOD, "ignored_knobs": list(ignore), "pairs": [], "rows": []}  # fmt: skip
     for b_system, b_dir, n_system, n_dir in pairs:
         b_side, n_side = match.read_sides(("BASE", base, b_dir, b_system), ("NEW", new, n_dir, n_system))
+        lost = {} if keep_disturbed else {s.label: all_disturbed_cells(s) for s in (b_side, n_side)}
         if keep_disturbed:
             disturbed = {s.label: int(disturbed_mask(s.table).sum()) for s in (b_side, n_side)}
         else:
@@ -126,16 +164,32 @@ def run_compare(base: str, new: str, out: Path, *, threshold: float = 0.02, conf
             disturbed = {b_side.label: b_n, n_side.label: n_n}
         system_notes_here = [*system_notes, disturbed_note(disturbed, keep_disturbed)]
         found = match.compare_sides(b_side, n_side, ignore=list(ignore))
+        gone = {cell for cells in lost.values() for cell in cells}
+        unmatched = [u for u in found["unmatched"] if u["cell"] not in gone]
+        for cell in sorted(gone):
+            sides = {label: cells[cell][1] for label, cells in lost.items() if cell in cells}
+            experiment = next(cells[cell][0] for cells in lost.values() if cell in cells)
+            lost_cells.append(disturbed_cell_row(cell, experiment, sides, b_system))
         rows = compare_conditions.conditions(b_side, n_side)
         result["pairs"].append({
             "system_base": b_system, "system_new": n_system, "headline": compare_conditions.headline(rows),
             "conditions": rows, "knobs": found["knobs"], "notes": found["notes"] + system_notes_here,
-            "unmatched": found["unmatched"],
+            "unmatched": unmatched,
         })  # fmt: skip
         groups += found["groups"]
+    for group in groups:
+        for row in group:
+            row["_gate"] = compare_gate.is_gate(row, gate_cells)
     result["rows"] = match.decide(groups, threshold=threshold, confidence=confidence)
-    result["row_confidence"] = result["rows"][0]["row_confidence"] if result["rows"] else confidence
+    for row in lost_cells:
+        row.update(threshold=threshold, confidence=confidence, role="gate" if compare_gate.is_gate(row, gate_cells) else "exploratory")
+    result["rows"] += lost_cells
+    gate_rows = [r for r in result["rows"] if r.get("role") == "gate"]
+    result["row_confidence"] = min((r["row_confidence"] for r in gate_rows if r.get("row_confidence")), default=confidence)
+    result["gate_line"] = compare_gate.gate_line(gate_cells, findings_read, result["rows"])
     result["counts"] = {v: sum(1 for r in result["rows"] if r["verdict"] == v) for v in compare_stats.VERDICTS}
+    decidable = [r for r in gate_rows if (r["n_base"] or 0) >= 2 and (r["n_new"] or 0) >= 2]
+    result["decidable_gate_rows"] = len(decidable)
     out = Path(out)
     frame = pd.DataFrame(result["rows"], columns=match.ROW_KEYS)
     write_text_atomic(out / "compare.csv", frame.to_csv(index=False))
@@ -149,4 +203,6 @@ def run_compare(base: str, new: str, out: Path, *, threshold: float = 0.02, conf
         f", {out / 'compare.html'}" if html else "")  # fmt: skip
     text = terminal_table(result)
     write_text_atomic(out / "compare.txt", text)
-    return result, 1 if result["counts"]["worse"] else 0
+    if any(r["verdict"] == "worse" for r in gate_rows):
+        return result, 1
+    return result, 0 if decidable else NOTHING_DECIDED

@@ -17,8 +17,12 @@ def fmt(value, digits: int = 3) -> str:
 
 
 def interval_text(row: dict) -> str:
-    if not math.isfinite(row["ratio_high"]) or row["ratio_low"] <= 0:
+    if not isinstance(row.get("ratio"), float) or not math.isfinite(row["ratio"]):
+        return "–"
+    if min(row["n_base"] or 0, row["n_new"] or 0) < 2:
         return f"{row['ratio']:.3f} [no interval: 2 runs a side needed]"
+    if not (math.isfinite(row["ratio_high"]) and math.isfinite(row["ratio_low"])) or row["ratio_low"] <= 0:
+        return f"{row['ratio']:.3f} [no useful interval: wider than 10x at these runs and spreads]"
     return f"{row['ratio']:.3f} [{row['ratio_low']:.3f}, {row['ratio_high']:.3f}]"
 
 

@@ -17,10 +17,12 @@ def _pct(x: float) -> str:
 
 
 def false_alarm_line(result: dict) -> str:
-    rows = len(result["rows"])
-    return (f"False alarms: when no row changed by more than ±{result['threshold']:.1%}, the chance that any of the "
-            f"{rows} rows says worse or better is at most {1 - result['confidence']:.0%} for the whole comparison "
-            f"(Welch intervals on log values, Holm over all rows: each row at {result['row_confidence']:.3%}).")  # fmt: skip
+    gate = sum(1 for r in result["rows"] if r.get("role") == "gate")
+    return (f"False alarms: when no gate row changed by more than ±{result['threshold']:.1%}, the chance that any of "
+            f"the {gate} gate rows says worse or better is at most {1 - result['confidence']:.0%} for the whole "
+            f"comparison (Welch intervals on log values with Hsu's df, min n - 1; Holm over the gate rows: each at "
+            f"{result['row_confidence']:.3%}). Within one sitting each: runs of another day, reboot or host "
+            f"may differ by more (docs/compare.md).")  # fmt: skip
 
 
 def support_lines(rows: list[dict]) -> list[str]:
@@ -35,7 +37,8 @@ def support_lines(rows: list[dict]) -> list[str]:
         runs = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
         able = [r["detectable"] for r in mine if isinstance(r["detectable"], float) and math.isfinite(r["detectable"])]
         if not able:
-            lines.append(f"  {experiment}: {len(mine)} rows, {runs} run(s) a side: no verdict possible (2 runs a side needed)")
+            why = "2 runs a side needed" if ns[-1] < 2 else "none could call a change under 100 % at these runs and spreads"
+            lines.append(f"  {experiment}: {len(mine)} rows, {runs} run(s) a side: no verdict possible ({why})")
             continue
         able.sort()
         median = able[len(able) // 2]
