@@ -8,7 +8,15 @@ STAMP  := $(VENV)/.installed
 CORES  ?= all
 CONFIG ?= config/config.yaml
 
-.PHONY: config-exists run status test bench lint compare bundle system-deps test-deps bench-deps clean
+# RESULTS=dir: a run of its own in dir (dir/results/, dir/logs/, dir/bin/),
+# e.g. a before and an after for make compare; VERBOSE=1 also shows
+# Snakemake's job blocks (membench's own lines and every error always show).
+RESULTS ?=
+RUN_DIR  = $(if $(RESULTS),$(RESULTS),.)
+RUN_ARGS = $(if $(RESULTS),--directory $(call quote,$(RESULTS)) --configfile $(call quote,$(abspath $(CONFIG))),--configfile $(call quote,$(CONFIG)))
+TERMINAL = $(if $(VERBOSE),,2>&1 | $(BIN)/python -u workflow/scripts/terminal_lines.py)
+
+.PHONY: config-exists run plan status test bench lint compare bundle system-deps test-deps bench-deps clean
 
 # System packages come from Debian's apt; only what is missing is installed.
 system-deps:
@@ -53,11 +61,15 @@ INSTALL_TIME = $$([ -f $(VENV)/.install_seconds ] && echo --install-seconds $$(c
 # Snakemake starts with SIGINT and SIGQUIT at their defaults, even where make
 # was started in a shell's background (which ignores them, and a shell cannot
 # undo that): Ctrl-C and kill -INT then stop it (README, "Stopping and resuming").
+# The filter (terminal_lines.py) ignores Ctrl-C so that Snakemake's last
+# words come through; pipefail keeps Snakemake's exit code.
+run: SHELL := /bin/bash
+run: .SHELLFLAGS := -o pipefail -c
 run: config-exists system-deps $(STAMP)
 	@$(BIN)/python workflow/scripts/study_estimate.py --configfile $(CONFIG) --cores $(CORES)
-	env --default-signal=INT,QUIT,TERM $(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG); rc=$$?; \
+	@env --default-signal=INT,QUIT,TERM $(BIN)/snakemake --cores $(CORES) $(RUN_ARGS) $(TERMINAL); rc=$$?; \
 	  $(BIN)/python workflow/scripts/time_breakdown.py $(INSTALL_TIME); exit $$rc
-	@echo "Report: $(abspath results/report.html)"
+	@echo "Report: $(abspath $(RUN_DIR)/results/report.html)"
 
 # A config that is not there: one line, before anything is installed.
 config-exists:
@@ -67,6 +79,10 @@ config-exists:
 status: $(STAMP)
 	$(BIN)/python workflow/scripts/study_status.py --configfile $(CONFIG)
 	@$(BIN)/python workflow/scripts/study_estimate.py --left --configfile $(CONFIG) --cores $(CORES)
+
+# What a run would measure, and why (new cells, a knob changed), before it runs.
+plan: config-exists $(STAMP)
+	@$(BIN)/python workflow/scripts/study_plan.py --configfile $(CONFIG) --directory $(call quote,$(RUN_DIR))
 
 test: system-deps test-deps $(STAMP)
 	$(BIN)/pytest -q tests

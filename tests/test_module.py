@@ -39,3 +39,4 @@ def test_a_workflow_elsewhere_plans_membench_as_a_module(repo, venv_bin, tmp_pat
     # both rounds of the study, each named by its study (the manifest path)
     assert "results/modbox/rounds/r0-" in out and "results/modbox/rounds/r1-" in out
     assert not (tmp_path / "results").exists()
+    assert "localrules directive" not in out  # the local rules are named as the module names them

@@ -6,6 +6,7 @@ import shlex
 import subprocess
 import sys
 
+import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
@@ -14,7 +15,7 @@ sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 # Planning imports the plan stage only: never measurement, analysis or
 # plotting code (tests/test_architecture.py).
 from membench import __version__
-from membench.core import last_words, layout, manifests, run_lock
+from membench.core import last_words, layout, manifests, measured_with, run_lock
 from membench.plan import c2c_pairs, figure_kinds, node_pairs, rounds, variants
 from membench.plan import checks, config_limits
 from membench.plan import grammar
@@ -37,6 +38,19 @@ if not config:
         "no config: run with --configfile config/config.yaml (profiles/default "
         "names it; --workflow-profile none or another profile does not)"
     )
+# Figures-only draws the runs that are there: with no --configfile named,
+# the config they were measured with (results/measured-with.yaml), not the
+# profile's default (membench.core.measured_with).
+_CONFIG_NAMED = any(
+    a.split("=")[0] in ("--configfile", "--configfiles") for a in sys.argv[1:]
+)
+if config.get("figures_only") in (True, "True", "true"):
+    _measured, _said = measured_with.config_to_draw("results", config, _CONFIG_NAMED)
+    if _measured is not None:
+        config.clear()
+        config.update(_measured)  # in place: the jobs read this same dict
+        if workflow.is_main_process:
+            print(f"membench: {_said}", file=sys.stderr)
 # Snakemake's YAML loader keeps the last of two equal keys (an experiment
 # written twice): the config files are read again, refusing that.
 try:
@@ -59,14 +73,64 @@ if workflow.is_main_process:
         raise WorkflowError(_busy)
     if _busy:
         print(f"membench: {_busy}", file=sys.stderr)
+    if not CONFIG["figures_only"] and not run_lock.read_only(_argv):
+        measured_with.record("results", _config_name, config)
 # c2c: pairs: all is bounded at 64 CPUs (from the probed topology, else this
 # host when it measures); the dry run states the pairs each system measures.
 for _line in c2c_pairs.plan_lines(CELLS, SYSTEMS, bool(CONFIG.get("systems"))):
     if _line.startswith("error: "):
         raise WorkflowError(_line.removeprefix("error: "))
     print(_line, file=sys.stderr)
+
+
+def slurm_requested(argv):
+    """The SLURM executor, named on the command line or by the profile named
+    there (profiles/slurm): the profile's settings never reach sys.argv."""
+    for flag, value in zip(argv, argv[1:] + [""]):
+        if "=" in flag:
+            flag, value = flag.split("=", 1)
+        if flag in ("--executor", "-e") and value == "slurm":
+            return True
+        if flag in ("--workflow-profile", "--profile"):
+            try:
+                settings = yaml.safe_load((Path(value) / "config.yaml").read_text())
+            except (OSError, yaml.YAMLError):
+                continue
+            if isinstance(settings, dict) and settings.get("executor") == "slurm":
+                return True
+    return False
+
+
+# On a cluster `system: auto` names the host that parses the config: the
+# login node here, each compute node in its jobs. Refused, in one line.
+if (
+    workflow.is_main_process
+    and not CONFIG.get("systems")
+    and CONFIG.get("system") == "auto"
+    and slurm_requested(sys.argv[1:])
+):
+    raise WorkflowError(
+        "system: auto cannot name a SLURM system (it is whichever host reads the "
+        "config): name each one under systems: with its partition or constraint "
+        "(docs/slurm.md)"
+    )
 EXPERIMENTS = list(CONFIG["experiments"])
-FIGURES_ONLY = CONFIG["figures_only"]
+# How a report is built is no part of the config it shows: one set of
+# records makes one report, figures-only or not.
+FIGURES_ONLY = CONFIG.pop("figures_only")
+
+
+def figures_only_stops(message):
+    """A figures-only run that cannot draw stops before any job, and, as
+    every failure does, leaves no report that looks current."""
+    if workflow.is_main_process and not run_lock.read_only(sys.argv[1:]):
+        aside = last_words.set_report_aside(
+            "results/report.html", "figures-only stopped"
+        )
+        message += f"\n{aside}" if aside else ""
+    raise WorkflowError(message)
+
+
 if FIGURES_ONLY:
     from membench.store import stored
 
@@ -78,7 +142,7 @@ if FIGURES_ONLY:
         for problem in stored.system_file_problems(f"results/{system}")
     ]
     if _SYSTEM_FILE_PROBLEMS:
-        raise WorkflowError(stored.system_files_message(_SYSTEM_FILE_PROBLEMS))
+        figures_only_stops(stored.system_files_message(_SYSTEM_FILE_PROBLEMS))
 
 
 wildcard_constraints:
@@ -229,6 +293,21 @@ if not FIGURES_ONLY and workflow.is_main_process:
         Path(_path).unlink(missing_ok=True)
 
 
+# Figures-only with a config that claims none of the stored runs (measured
+# with another): one line naming the config to use, not an empty table.
+if FIGURES_ONLY and not any(stored_claims(system).files for system in SYSTEMS):
+    from membench.store import claims as _claims
+
+    figures_only_stops(
+        measured_with.nothing_claimed_line(
+            "results",
+            measured_with.config_name(sys.argv[1:]),
+            sum(
+                len(_claims.stored_files(str(d)))
+                for d in Path("results").glob("*/runs")
+            ),
+        )
+    )
 if FIGURES_ONLY and workflow.is_main_process:
     for _system, _said in not_shown().items():
         for _line in _said["migrated"]:
@@ -262,11 +341,20 @@ def report_figures():
 
 # On a cluster (profiles/slurm) the light end of the pipeline runs in the
 # submitting Snakemake: seconds of work each, not four queue waits in a row.
-localrules:
-    collect_runs,
-    analyse_measurements,
-    plot_figure,
-    render_report,
+# Named as the rules are named here: as a module of another workflow
+# (`use rule * from membench as membench_*`) a plain `localrules:` names
+# rules that are not there, and Snakemake warns.
+workflow.localrules(
+    *(
+        workflow.modifier.modify_rulename(name)
+        for name in (
+            "collect_runs",
+            "analyse_measurements",
+            "plot_figure",
+            "render_report",
+        )
+    )
+)
 
 
 def slurm_resources():

@@ -10,6 +10,8 @@ import pandas as pd
 
 from membench.analyse.caches import IN_CACHE, MARK, in_cache
 from membench.analyse.stats import add_series
+from membench.core.paths import VARIANTS_FILE
+from membench.plan import variants
 from membench.figures.peak_lines import draw_peak_lines
 from membench.figures.style import GBPS_LABEL, colours, empty, fixed_jitter, sns, to_svg
 
@@ -77,6 +79,14 @@ def size_svg(cells: pd.DataFrame, name: str, peaks: list[tuple[float, str]] = ()
     return to_svg(fig, name)
 
 
+def version_order(kernel: str, names) -> list[str]:
+    """The versions in the variant table's order (McCalpin's v001 ... v015,
+    then the ladders), never in the order they were measured."""
+    table = variants.load_variants(VARIANTS_FILE)
+    known = variants.variant_names(table, kernel) if kernel in variants.families(table) else []
+    return sorted(names, key=lambda name: (known.index(name), "") if name in known else (len(known), str(name)))
+
+
 def ladder_svg(measurements: pd.DataFrame, name: str, peaks: list[tuple[float, str]] = ()) -> str:
     """McCalpin's ladder: GB/s of every version, each repetition a dot and
     the mean a bar, one colour per system (or series)."""
@@ -87,7 +97,7 @@ def ladder_svg(measurements: pd.DataFrame, name: str, peaks: list[tuple[float, s
     )
     if ok.empty:
         return empty("no successful measurements in this experiment", name)
-    order = list(dict.fromkeys(ok["variant"]))
+    order = version_order(ok["kernel"].iloc[0], ok["variant"].unique())
     several = ok["series"].nunique() > 1  # seaborn cannot dodge a single hue level
     fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(order) + 2), 3.8))
     with fixed_jitter():  # the same dots, the same bytes, on every run

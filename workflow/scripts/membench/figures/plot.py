@@ -16,6 +16,7 @@ vary inside the experiment (affinity, variant, policy, ...).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import pandas as pd
 
 from membench.analyse.node_matrix import experiment_matrices
 from membench.core.atomic_files import write_text_atomic
-from membench.figures import bandwidth, c2c, distribution, latency, node_heatmap
+from membench.figures import bandwidth, c2c, distribution, latency, node_heatmap, style
 from membench.figures.peak_lines import figure_systems, peak_lines
 from membench.figures.style import THEME, empty, plt
 from membench.analyse.caches import mark_in_cache
@@ -111,4 +112,10 @@ def plot_figure(
     plt.rcParams.update(THEME)
     inputs = Inputs(experiment, cells_csv, measurements, topology, modes_csv, environment, peak_settings,
                     problems_csv, c2c_pairs_csv)  # fmt: skip
+    style.want_png = True
     write_text_atomic(Path(output), KINDS[kind](inputs, f"{experiment}-{kind}"))
+    png = style.PNGS.pop(f"{experiment}-{kind}", None)
+    if png is not None:  # beside the SVG, for slides; written whole, then renamed
+        part = Path(output).with_suffix(".png.part")
+        part.write_bytes(png)
+        os.replace(part, Path(output).with_suffix(".png"))

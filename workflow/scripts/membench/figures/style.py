@@ -58,10 +58,28 @@ def fixed_jitter(seed: int = 0):
         np.random.set_state(state)
 
 
+# Every figure is also a PNG at slide size (people put PNGs in slides): the
+# figures stage asks for it (membench.figures.plot), the report inlines SVG.
+SLIDE_PIXELS = (1920, 1080)
+PNGS: dict[str, bytes] = {}
+want_png = False
+
+
+def slide_png(fig) -> bytes:
+    """The figure filling a 1920 x 1080 slide as far as its shape allows."""
+    width, height = fig.get_size_inches()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", bbox_inches="tight", metadata={"Software": None},
+                dpi=min(SLIDE_PIXELS[0] / width, SLIDE_PIXELS[1] / height))  # fmt: skip
+    return buffer.getvalue()
+
+
 def to_svg(fig, name: str, dpi: float | None = None) -> str:
     """SVG text whose ids (and the references to them) carry the figure's
     name, so several figures can be inlined in one HTML page: matplotlib
     numbers its groups the same way in every figure (axes_1, patch_1, ...)."""
+    if want_png:
+        PNGS[name] = slide_png(fig)
     buffer = io.StringIO()
     with plt.rc_context({"svg.hashsalt": name, "svg.fonttype": "none"}):
         fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None}, dpi=dpi or "figure")

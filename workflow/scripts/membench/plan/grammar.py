@@ -177,6 +177,35 @@ def expand(config: dict, variants_table: dict) -> list[Cell]:
     return list(cells.values())
 
 
+# The axes a canonical order sorts on, after the experiment: numbers by
+# value ("all", "auto", "node" after them), versions in the variant table's
+# order (McCalpin's v001 ... v015), the rest as the config first names them.
+ORDERED_AXES = ("variant", "threads", "affinity", "policy", "pages", "init", "size", "prefetch_distance",
+                "load_op", "load_delay", "chase_group", "chase_spacing", "pair")  # fmt: skip
+
+
+def canonical_order(cells: list[Cell], variants_table: dict) -> list[Cell]:
+    """The cells in one order that depends on the cells alone, never on the
+    order they were measured or read in: one set of records makes one
+    table, one figure and one report, however it was built."""
+    first_named: dict[str, dict] = {axis: {} for axis in ("experiment", *ORDERED_AXES)}
+    for cell in cells:
+        for axis, seen in first_named.items():
+            seen.setdefault(str(getattr(cell, axis, "")), len(seen))
+
+    def rank(axis: str, cell: Cell) -> tuple:
+        value = getattr(cell, axis, "")
+        if axis == "variant":
+            names = variant_names(variants_table, cell.kernel) if cell.kernel in variants_table.get("families", {}) else []
+            return (names.index(value), "") if value in names else (len(names), str(value))
+        if isinstance(value, int) and not isinstance(value, bool):
+            return (0, value)
+        return (1, first_named[axis][str(value)])
+
+    return sorted(cells, key=lambda cell: (first_named["experiment"][cell.experiment],
+                                           *(rank(axis, cell) for axis in ORDERED_AXES)))  # fmt: skip
+
+
 def experiment_cells(name: str, experiment: dict, variants_table: dict) -> list[Cell]:
     """The cross product of one experiment's axes, minus its exclusions."""
     kernel = experiment["kernel"]
