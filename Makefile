@@ -85,7 +85,7 @@ plan: config-exists $(STAMP)
 	@$(BIN)/python workflow/scripts/study_plan.py --configfile $(CONFIG) --directory $(call quote,$(RUN_DIR))
 
 test: system-deps test-deps $(STAMP)
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q --durations=15 tests
 
 # Speed and memory targets, each side by side in one sitting with its
 # reference (not tests: timings on shared machines are noisy); every bench
