@@ -17,6 +17,7 @@ from terminal_lines import Terminal  # noqa: E402
 
 # Snakemake 9's own output around a failed job, as a run prints it (cut).
 TRANSCRIPT = """\
+Using workflow specific profile profiles/default for setting default command line arguments.
 Assuming unrestricted shared filesystem usage.
 Building DAG of jobs...
 Using shell: /usr/bin/bash
@@ -31,6 +32,7 @@ total                      17
 
 Select jobs to execute...
 Execute 2 jobs...
+
 [Thu Nov 26 10:30:54 2026]
 localrule build_kernel:
     input: kernels/harness/measure.c, kernels/harness/cli.c
@@ -76,9 +78,19 @@ def test_the_terminal_keeps_membench_lines_and_errors_and_drops_job_blocks():
         assert kept in said, kept
     for dropped in ("localrule build_kernel:", "reason: Missing", "Shell command:", "Finished jobid", "steps (6%)",
                     "Job stats:", "build_kernel                5", "Select jobs", "Provided cores", "[Thu Nov 26 10:30:54 2026]",
-                    "Elapsed time"):  # fmt: skip
+                    "Elapsed time", "Using workflow specific profile"):  # fmt: skip
         assert dropped not in said, dropped
-    assert len(said.splitlines()) == 12
+    assert len(said.splitlines()) == 12 and "\n\n" not in said
+
+
+def test_on_a_terminal_each_measurement_overwrites_the_last():
+    out = io.StringIO()
+    terminal = Terminal(out, overwrite=True)
+    for line in ("vm round 0: 1/2 s/stream-default/t1 (0.1 s)", "vm round 0: 2/2 s/stream-default/t2 (0.1 s)",
+                 "vm round 0 done: 2 measured, 0 kept, 1 s"):  # fmt: skip
+        terminal.feed(line + "\n")
+    assert out.getvalue() == ("vm round 0: 1/2 s/stream-default/t1 (0.1 s)\r\033[Kvm round 0: 2/2 s/stream-default/t2 (0.1 s)"
+                              "\r\033[Kvm round 0 done: 2 measured, 0 kept, 1 s\n")  # fmt: skip
 
 
 def test_a_run_that_did_not_fail_names_no_log_and_nothing_to_do_is_said_plainly():

@@ -20,7 +20,8 @@ CHATTER = re.compile(
     r"^(Assuming unrestricted shared filesystem usage\.|Building DAG of jobs\.\.\.|Using shell: |Provided cores: "
     r"|Rules claiming more threads will be scaled down\.|Provided resources: |Conda environments: "
     r"|Select jobs to execute\.\.\.|Execute \d+ jobs\.\.\.|Shell command: |host: |Elapsed time: "
-    r"|Finished jobid: \d+ \(Rule: |\d+ of \d+ steps \(\d+%\) done$|Singularity containers: |Job counts:)"
+    r"|Finished jobid: \d+ \(Rule: |\d+ of \d+ steps \(\d+%\) done$|Singularity containers: |Job counts:"
+    r"|Using workflow specific profile \S+ for setting default command line arguments\.)"
 )
 TIMESTAMP = re.compile(r"^\[\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4}\]$")
 JOB_BLOCK = re.compile(r"^(local)?(rule|checkpoint) \S+:$")
@@ -28,19 +29,28 @@ ERROR_BLOCK = re.compile(r"^Error in (rule|group job) ")
 COMPLETE_LOG = re.compile(r"^Complete log\(s\): ")
 NOTHING_TO_DO = "Nothing to be done (all requested files are present and up to date)."
 LONGEST = 400  # an error box's input list is hundreds of paths: cut, the log keeps it whole
+# One measurement's line (membench.measure.rounds): on a terminal each
+# overwrites the last, so a run's screen keeps each round's closing line,
+# not one line per measurement; a log file keeps them all.
+MEASUREMENT = re.compile(r"^\S+ round \d+: \d+/\d+ ")
 
 
 class Terminal:
     """The filter's state: which block a line belongs to."""
 
-    def __init__(self, out=sys.stdout):
+    def __init__(self, out=sys.stdout, overwrite: bool | None = None):
         self.out = out
+        self.overwrite = out.isatty() if overwrite is None else overwrite
+        self.transient = False  # the last line shown is a measurement's, to be overwritten
         self.block = None  # "job", "stats", "header" or "error" while inside one
         self.held_time = None  # a timestamp shown only before an error box
         self.failed = False
 
     def say(self, line: str) -> None:
-        self.out.write((line if len(line) <= LONGEST else line[:LONGEST] + " ...") + "\n")
+        line = line if len(line) <= LONGEST else line[:LONGEST] + " ..."
+        clear = "\r\033[K" if self.transient else ""
+        self.transient = self.overwrite and bool(MEASUREMENT.match(line))
+        self.out.write(clear + line + ("" if self.transient else "\n"))
         self.out.flush()
 
     def feed(self, line: str) -> None:
@@ -71,8 +81,8 @@ class Terminal:
             self.block = "stats"
         elif line == "SNAKEMAKE":
             self.block = "header"
-        elif CHATTER.match(line):
-            return
+        elif CHATTER.match(line) or not line.strip():
+            return  # blank lines only space Snakemake's blocks out
         elif COMPLETE_LOG.match(line):
             if self.failed:
                 self.say(line)
@@ -89,6 +99,8 @@ def main() -> int:
     terminal = Terminal()
     for line in sys.stdin:
         terminal.feed(line)
+    if terminal.transient:
+        terminal.out.write("\n")
     return 0
 
 
