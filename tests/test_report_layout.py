@@ -140,7 +140,7 @@ def test_every_family_c2c_and_hierarchy_are_in_the_report(full_report, default_c
     text = full_report.read_text()
     for name in default_config["experiments"]:
         assert f'id="experiment-{name}"' in text, name
-    assert 'id="hierarchy"' in text and "c2c half round trip, modified line (two_line, c2clat's): other package" in text
+    assert 'id="hierarchy"' in text and "c2c half round trip, modified line (two_line, c2clat&#39;s): other package" in text
     assert "<th>hierarchy</th>" in text  # the summary's hierarchy line
 
 

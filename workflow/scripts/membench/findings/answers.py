@@ -115,7 +115,7 @@ def _decided_first(rows: list[dict]) -> list[dict]:
 
 def finding(paper: str, main: dict | None, details: list[dict], text: str) -> dict:
     empty = {"value": None, "unit": None, "n": 0, "interval": None, "interval_kind": None, "decided": False,
-             "status": "not measured", "cells": []}  # fmt: skip
+             "status": evidence.NO_RUN, "cells": []}  # fmt: skip
     head = {k: v for k, v in (main or empty).items() if k in empty}
     return {"paper": paper, "question": QUESTIONS[paper], **head, "text": text, "details": details}
 
@@ -178,8 +178,10 @@ def placement_answer(cells: pd.DataFrame, runs: pd.DataFrame, modes: pd.DataFram
             details += pairs
             widest = _decided_first(pairs)[0]
             names = ", ".join(str(r.affinity) for r in rows)
-            text += (f"; {names} each put one thread on every one of the {cpus} CPUs, and {widest['base']} → {widest['level']} "
-                     f"reads {evidence.change_text(widest)}" + (": not a placement membench can see" if widest["decided"] else ""))  # fmt: skip
+            same = main is not None and {main["base"], main["level"]} == {widest["base"], widest["level"]}
+            change = "" if same else f"; {widest['base']} → {widest['level']} {evidence.change_text(widest)}"
+            text += (f"; {names} each put one thread on every one of the {cpus} CPUs{change}"
+                     + (": what sets them apart is not a placement membench can see" if widest["decided"] else ""))  # fmt: skip
     if modes is not None and not modes.empty:
         explained = modes[modes["verdict"] == "explained"]
         if not explained.empty:
@@ -249,7 +251,7 @@ def scaling_answer(paper: str, cells: pd.DataFrame, runs: pd.DataFrame) -> dict:
             main = max(effects, key=lambda e: float(e["level"]))
     if main is None and details:
         main = max(details, key=lambda d: d["value"] or 0)
-    return finding(paper, main, details, main["text"] if main else "not measured")
+    return finding(paper, main, details, main["text"] if main else evidence.NO_RUN)
 
 
 def spilled_share(runs: pd.DataFrame, cell: str) -> float | None:
@@ -295,7 +297,7 @@ def size_answer(cells: pd.DataFrame, runs: pd.DataFrame) -> dict:
         details += effects
         main = main or (effects[0] if effects else None)
     text = (f"bandwidth first falls at {main['label']}: {main['text'].split(': ', 1)[1]}" if main and main["decided"] and main["value"] < 1
-            else (main["text"] + "; no decided fall" if main else "not measured"))  # fmt: skip
+            else (main["text"] + "; no decided fall" if main else evidence.NO_RUN))  # fmt: skip
     return finding("ornl", main, details, text)
 
 
@@ -307,7 +309,8 @@ def mix_answer(cells: pd.DataFrame, runs: pd.DataFrame) -> dict:
     details = [detail(f"{row.op}", evidence.quantity(_runs_of(runs, row.cell, row.op, column), unit), [row.cell])
                for row in top.itertuples()]  # fmt: skip
     main = max(details, key=lambda d: d["value"] or 0) if details else None
-    text = "injection " + ", ".join(f"{d['label']} {d['value']:.1f}" for d in details if d["value"] is not None) + " GB/s" if details else "not measured"
+    known = [d for d in details if d["value"] is not None]
+    text = "injection " + ", ".join(f"{d['label']} {d['value']:.1f}" for d in known) + " GB/s" if known else evidence.NO_RUN
     return finding("mlc", main, details, text)
 
 

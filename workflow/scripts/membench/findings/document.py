@@ -83,7 +83,10 @@ def experiment_finding(name: str, spec: dict, system: str, cells, runs, modes, d
     here = runs[(runs["experiment"] == name) & (runs["system"] == system)] if not runs.empty else runs
     mine_modes = modes[(modes["experiment"] == name) & (modes["system"] == system)] if modes is not None and not modes.empty else None
     ec = derived["ec"]
-    if traits.bandwidth:
+    if here.empty and not mine.empty and (mine["n_ok"] > 0).any():
+        ok = int(mine["n_ok"].sum())
+        found = answers.finding(traits.paper, None, [], f"every one of its {ok} ok runs was disturbed: no answer from this sitting")
+    elif traits.bandwidth:
         found = answers.bandwidth_answer(traits.paper, mine, here, mine_modes, ec[ec["system"] == system] if not ec.empty else ec,
                                          len(topology.get("cpus", [])))  # fmt: skip
     elif traits.metric == families.LATENCY:
@@ -97,6 +100,38 @@ def experiment_finding(name: str, spec: dict, system: str, cells, runs, modes, d
         classes = c2c_classes[(c2c_classes["experiment"] == name) & (c2c_classes["system"] == system)] if c2c_classes is not None and not c2c_classes.empty else None
         found = latency_answers.c2c_answer(classes, here)
     return {"system": system, "experiment": name, "kernel": kernel, **found}
+
+
+def all_disturbed(cells: pd.DataFrame) -> set[str]:
+    """"bandwidth" / "latency" where cells of that kind ran but every ok run was marked disturbed."""
+    out = set()
+    for kind, test, column in (("bandwidth", lambda f: f.bandwidth, "gbps_median"),
+                               ("latency", lambda f: f.metric == families.LATENCY, "ns_median")):  # fmt: skip
+        mine = cells[cells["kernel"].isin(families.named(test)) & (cells["n_ok"] > 0)]
+        if not mine.empty and (column not in mine or mine[column].isna().all()):
+            out.add(kind)
+    return out
+
+
+def quiet(cells: pd.DataFrame) -> dict:
+    """Was the machine quiet? The disturbed rule's marks over every ok
+    repetition, and by what; more than QUIET_SHARE marked is not quiet."""
+    ok = int(cells["n_ok"].sum()) if "n_ok" in cells else 0
+    marked = int(cells["n_disturbed"].fillna(0).sum()) if "n_disturbed" in cells else 0
+    causes: dict[str, int] = {}
+    for text in cells["disturbed_by"].dropna() if "disturbed_by" in cells else []:
+        for part in str(text).split("; "):
+            kind, _, count = part.rpartition(" x")
+            causes[kind] = causes.get(kind, 0) + (int(count) if count.isdigit() else 1)
+    share = marked / ok if ok else 0.0
+    by = ", ".join(f"{kind} ×{n}" for kind, n in sorted(causes.items(), key=lambda kv: -kv[1]))
+    verdict = (f"quiet: {marked} of {ok} repetitions disturbed" if share <= QUIET_SHARE else
+               f"not quiet: {marked} of {ok} repetitions disturbed ({by}); the numbers come from the {ok - marked} left")  # fmt: skip
+    return {"quiet": share <= QUIET_SHARE, "disturbed_share": share, "disturbed_by": by, "verdict": verdict}
+
+
+# More than this share of a run's repetitions marked disturbed: the machine was not quiet.
+QUIET_SHARE = 0.05
 
 
 def _versions(cells: pd.DataFrame, name: str, system: str) -> dict[str, float]:
@@ -127,7 +162,7 @@ def derive(
     for headline in sections["headlines"]:
         system = headline["system"]
         idle = _idle_runs(runs, derived["latencies"], system)
-        rows = headline_rows(headline, runs, idle)
+        rows = headline_rows(headline, runs, idle, all_disturbed(cells[cells["system"] == system]))
         verdicts = {v["experiment"]: v for v in headline["verdicts"]}
         for name, spec in config["experiments"].items():
             if name not in verdicts:
@@ -149,7 +184,7 @@ def derive(
     findings = {
         "schema": "membench-findings",
         "version": VERSION,
-        "records": {**{k: totals[k] for k in ("cells", "ok", "skipped", "failed", "disturbed")}, **span},
+        "records": {**{k: totals[k] for k in ("cells", "ok", "skipped", "failed", "disturbed")}, **span, **quiet(cells)},
         "systems": out_systems,
         "findings": found,
     }

@@ -27,6 +27,9 @@ from scipy import stats
 DECIDE_RUNS = 3
 DECIDE_SPREAD = 0.10
 CONFIDENCE = 0.95
+# What a number without runs says: cells that never ran are not compared at
+# all, so an empty side means every run of it was skipped, failed or disturbed.
+NO_RUN = "no undisturbed run"
 
 
 def _values(values) -> np.ndarray:
@@ -45,7 +48,7 @@ def quantity(values, unit: str) -> dict:
     n = int(runs.size)
     if n == 0:
         return {"value": None, "unit": unit, "n": 0, "interval": None, "interval_kind": None,
-                "decided": False, "status": "not measured"}  # fmt: skip
+                "decided": False, "status": NO_RUN}  # fmt: skip
     median = float(np.median(runs))
     low, high = float(runs.min()), float(runs.max())
     spread = (high - low) / 2 / abs(median) if median else math.inf
@@ -68,7 +71,7 @@ def effect(base, new) -> dict:
     n = [int(a.size), int(b.size)]
     if min(n) == 0:
         return {"value": None, "unit": "x", "n": n, "interval": None, "interval_kind": None,
-                "decided": False, "status": "not measured"}  # fmt: skip
+                "decided": False, "status": NO_RUN}  # fmt: skip
     la, lb = np.log(a), np.log(b)
     ratio = float(math.exp(lb.mean() - la.mean()))
     if min(n) < 2:
@@ -92,7 +95,7 @@ def effect(base, new) -> dict:
 def change_text(result: dict) -> str:
     """An effect in words: "+19 % (95 % interval +8 – +31 %), decided"."""
     if result["value"] is None:
-        return "not measured"
+        return NO_RUN
     text = f"{100 * (result['value'] - 1):+.0f} %"
     if result["interval"]:
         low, high = result["interval"]
@@ -103,7 +106,7 @@ def change_text(result: dict) -> str:
 def quantity_text(result: dict, digits: int = 1) -> str:
     """A quantity in words: "98.4 ns (95.6–101.2, n=3), decided"."""
     if result["value"] is None:
-        return "not measured"
+        return NO_RUN
     text = f"{result['value']:.{digits}f} {result['unit']}"
     if result["interval"]:
         low, high = result["interval"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from membench.core.text import percent
+from membench.core.text import missing, percent
 from membench.findings import evidence
 
 
@@ -36,17 +36,21 @@ def _bandwidth(group: str, entry: dict, runs: pd.DataFrame, with_threads: bool =
     if result["value"] is None:  # no run to take it from: the cell's own median
         result = {**_derived(entry["traffic_gbps"], "GB/s"), "status": "cell median"}
     threads = f", {entry['threads']} thread{'s' if entry['threads'] != 1 else ''}" if with_threads else ""
-    how = (f"memory traffic; {entry['op']}{threads}, {entry['affinity']}, {entry['pages']}; "
+    how = (f"{entry['op']}{threads}, {entry['affinity']}, {entry['pages']}; "
            f"STREAM count {entry['gbps']:.1f} GB/s; {entry['placement']}")  # fmt: skip
     return _row(group, entry["family"], result, how, [entry["cell"]], entry["link"])
 
 
-def headline_rows(headline: dict, runs: pd.DataFrame, idle: dict) -> list[dict]:
+def headline_rows(headline: dict, runs: pd.DataFrame, idle: dict, all_disturbed: set[str] = frozenset()) -> list[dict]:
     """Every number of one system's first screen, in the order shown.
-    idle: (placement, pages) -> the runs behind each idle latency."""
+    idle: (placement, pages) -> the runs behind each idle latency;
+    all_disturbed: the metrics ("bandwidth", "latency") whose every ok run
+    the disturbed rule marked, said as such, never as not measured."""
     rows = [_bandwidth("highest memory traffic", p, runs) for p in headline["peaks"]]
     if not rows:
-        rows.append(_row("highest memory traffic", "none", _derived(None, "GB/s"), "no bandwidth cell measured past the caches", [], "#cells"))
+        why = ("every bandwidth run was disturbed: no number to give (All cells)" if "bandwidth" in all_disturbed
+               else "no bandwidth cell measured past the caches")  # fmt: skip
+        rows.append(_row("highest memory traffic", "none", {**_derived(None, "GB/s"), "status": why}, why, [], "#cells"))
     peak = headline["theoretical"]
     shares = ", ".join(f"{b['family']} {percent(b['share'])}" for b in headline["peak_shares"])
     rows.append(_row("theoretical peak", peak["source"].split(" (")[0] if peak.get("known") else "unknown",
@@ -61,18 +65,26 @@ def headline_rows(headline: dict, runs: pd.DataFrame, idle: dict) -> list[dict]:
         spacing = entry["spacing"] if not str(entry["spacing"]).endswith(" B") else f"one pointer per {entry['spacing']}"
         result = evidence.quantity(values, "ns") if values is not None and len(values) else {
             **_derived(entry["ns"], "ns"), "n": entry["runs"], "status": "no undisturbed run at its working set"}
-        rows.append(_row("idle latency", entry["placement"], result,
-                         f"{entry['pages']} pages, {entry['group']} groups, {spacing}{flag}", [], entry["link"]))  # fmt: skip
+        how = f"{entry['pages']} pages, {entry['group']} groups, {spacing}{flag}"
+        if missing(result["value"]):
+            result["value"] = None
+            how += ": every run at its largest working set was disturbed, no number to give"
+        rows.append(_row("idle latency", entry["placement"], result, how, [], entry["link"]))
+    if not headline["latencies"] and "latency" in all_disturbed:
+        why = "every chase run at its largest working set was disturbed: no number to give"
+        rows.append(_row("idle latency", "local", {**_derived(None, "ns"), "status": why}, why, [], "#cells"))
     for level in headline["hierarchy"]:
-        upto = f"–{level['upto']:.1f}" if level.get("upto") else ""
-        rows.append(_row("hierarchy", level["level"], _derived(level["ns"], "ns"),
-                         f"{level['pages']} pages, plateau median{upto and f'; up to {upto[1:]} ns'}", [], level["link"]))  # fmt: skip
+        upto = level.get("upto")
+        rows.append({**_row("hierarchy", level["level"], _derived(level["ns"], "ns"),
+                            f"{level['pages']} pages, " + (f"from {level['ns']:.1f} to {upto:.1f} ns over the pairs' classes"
+                                                           if upto else "plateau median"), [], level["link"]), "upto": upto})  # fmt: skip
     c = headline["concurrency"]
     if c and c.get("known"):
         how = (f"{c['traffic_gbps']:.1f} GB/s read × {c['latency_ns']:.1f} ns = {c['bytes']:.0f} B in flight, "
                f"{c['lines_per_thread']:.1f} lines per thread")  # fmt: skip
         rows.append(_row("effective concurrency", "at the highest traffic", _derived(c["lines"], "lines"), how, [], c["link"]))
     else:
-        why = c["why"] if c else "no bandwidth cell with a matching idle latency"
+        why = (c["why"] if c else "every bandwidth run was disturbed" if "bandwidth" in all_disturbed
+               else "no bandwidth cell with a matching idle latency")  # fmt: skip
         rows.append(_row("effective concurrency", "at the highest traffic", _derived(None, "lines"), f"not known: {why}", [], "#concurrency"))
     return rows

@@ -64,8 +64,7 @@ def latency_answer(runs: pd.DataFrame, latencies: pd.DataFrame, levels: dict | N
             details.append({"label": f"hierarchy {row['level']}", "value": float(one["ns"]), "unit": "ns", "n": None,
                             "interval": None, "interval_kind": None, "decided": False, "status": "derived",
                             "cells": [], "text": f"{row['level']}: {one['ns']:.1f} ns (plateau median, {pages[0]} pages)"})  # fmt: skip
-    text = (main["text"] if main else "no idle latency past the caches") + (
-        f"; hierarchy ({pages[0]} pages): " + " · ".join(hierarchy) + " ns" if hierarchy else "")
+    text = main["text"] if main else "no idle latency past the caches"  # the hierarchy is its own first-screen row
     return finding("aws-latency", main, details, text)
 
 
@@ -110,7 +109,13 @@ def c2c_answer(classes: pd.DataFrame | None, runs: pd.DataFrame) -> dict:
     if not details:
         return finding("aws-c2c", None, [], "not measured: every locality class skipped or disturbed")
     main = details[0]
-    text = "; ".join(f"{d['label']} {d['value']:.1f} ns (n={d['n']})" for d in details[:4])
+    parts = []
+    for op in dict.fromkeys(d["op"] for d in details):
+        mine = [d for d in details if d["op"] == op]
+        low, high = min(mine, key=lambda d: d["value"]), max(mine, key=lambda d: d["value"])
+        parts.append(f"{op} {low['value']:.1f} ns ({low['pair_class']}, n={low['n']})" if len(mine) == 1 else
+                     f"{op} {low['value']:.1f} ns ({low['pair_class']}) to {high['value']:.1f} ns ({high['pair_class']})")  # fmt: skip
+    text = "; ".join(parts)
     skipped = int((classes["records"] == 0).sum()) if "records" in classes else 0
     if skipped:
         text += f"; {skipped} class × op rows this host lacks"

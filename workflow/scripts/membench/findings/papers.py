@@ -161,11 +161,13 @@ def aws_loaded(paper: dict, finding: dict) -> list[dict]:
 
 def aws_c2c(paper: dict, finding: dict) -> list[dict]:
     rows = []
-    for level, op in (("c2c_modified", "two_line"), ("c2c_shared", "clean")):
+    # the paper's modified line is one load of it (MLC's HITM: dirty); its
+    # "shared" line is one load of a clean line another core holds (clean, Exclusive there)
+    for level, op in (("c2c_modified", "dirty"), ("c2c_shared", "clean")):
         number = _number(paper, level=level)
         here = _detail(finding, lambda d, op=op: d.get("op") == op)
         if number:
-            rows.append(_row(paper, f"line {'modified' if op == 'two_line' else 'shared'} in another core", number["value"],
+            rows.append(_row(paper, f"load of a line {'modified' if op == 'dirty' else 'clean'} in another core", number["value"],
                              "cycles", [number], None, f"here: {op} {here['value']:.1f} ns ({here['pair_class']})" if here
                              else f"here: {op} not measured"))  # fmt: skip
     return rows

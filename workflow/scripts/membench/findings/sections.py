@@ -16,7 +16,7 @@ from membench.plan import node_pairs
 from membench.plan.figure_kinds import kinds_for
 from membench.plan.grammar import group_text, parse_group
 from membench.analyse.node_matrix import experiment_matrices, table_context
-from membench.analyse.caches import IN_CACHE, MARK, mark_in_cache, note as cache_note, past_caches
+from membench.analyse.caches import IN_CACHE, MARK, PAST_CACHES_FACTOR, mark_in_cache, note as cache_note, past_caches
 from membench.analyse.concurrency import effective_concurrency, idle_latencies
 from membench.analyse.c2c_summary import hierarchy_rows, report_table
 from membench.analyse.injection import loaded_little_table
@@ -43,11 +43,11 @@ def cache_warnings(cells: pd.DataFrame, systems: dict) -> list[str]:
             # records collected before llc_usable_bytes: the system's LLCs, all of them
             usable = llc_total_bytes(systems.get(row.system, {}).get("topology", {})) or math.nan
             footprint = row.size_bytes * getattr(row, "arrays", math.nan) if hasattr(row, "arrays") else row.size_bytes
-        if pd.isna(usable) or pd.isna(footprint) or footprint >= 4 * usable:
+        if pd.isna(usable) or pd.isna(footprint) or footprint >= PAST_CACHES_FACTOR * usable:
             continue
         what = (f"fits the {size_text(usable)} of last-level cache its threads can use: it measured a cache, "
                 f"marked {MARK} {IN_CACHE}" if getattr(row, "cache", None) == IN_CACHE or footprint <= usable
-                else f"is below 4 × the {size_text(usable)} of last-level cache its threads can use; caches inflate these numbers")  # fmt: skip
+                else f"is below {PAST_CACHES_FACTOR} × the {size_text(usable)} of last-level cache its threads can use; caches inflate these numbers")  # fmt: skip
         warnings.append(f"{row.system} {row.cell}: {size_text(footprint)} of arrays ({size_text(row.size_bytes)} per array) {what}.")
     return warnings
 
@@ -132,17 +132,6 @@ def _matrices(cells: pd.DataFrame, problems: pd.DataFrame, systems: dict, experi
     return out
 
 
-def c2c_hierarchy_rows(classes: pd.DataFrame | None) -> dict[str, dict[str, dict]]:
-    """The hierarchy table's cache-to-cache rows, as the AWS paper has them:
-    a line modified in another core (two_line) and a clean, read-shared one
-    (clean), per locality class measured."""
-    rows = hierarchy_rows(classes, op="two_line")
-    for system, clean in hierarchy_rows(classes, op="clean").items():
-        for label, row in clean.items():
-            rows.setdefault(system, {})[label.replace("modified in", "clean (read-shared) in")] = row
-    return rows
-
-
 def _axes(spec: dict, part: pd.DataFrame) -> dict:
     """The experiment's axes as the config writes them; a chase group its
     stored runs state otherwise (an earlier membench's, membench.store.claims)
@@ -166,7 +155,7 @@ def derived_tables(config: dict, cells: pd.DataFrame, systems: dict[str, dict], 
     shares = cell_shares(cells, peaks)
     ec = concurrency_needed(effective_concurrency(cells, line_bytes, llc_bytes), shares, line_bytes)
     levels = hierarchy(cells, {name: system["topology"] for name, system in systems.items()}, measured_clocks(cells),
-                       c2c_hierarchy_rows(c2c_classes))  # fmt: skip
+                       hierarchy_rows(c2c_classes))  # fmt: skip
     return {"line_bytes": line_bytes, "peaks": peaks, "shares": shares, "ec": ec, "best": best_shares(shares),
             "latencies": idle_latencies(cells, llc_bytes, line_bytes), "levels": levels}  # fmt: skip
 

@@ -25,7 +25,7 @@ def _runs(row: dict) -> str:
 
 def _group_line(group: str, rows: list[dict]) -> str:
     if group == "hierarchy":
-        body = " · ".join(f"{r['what']} {number(r['value'], 1)}" for r in rows) + " ns"
+        body = " · ".join(f"{r['what']} {number(r['value'], 1)}" + (f"–{number(r['upto'], 1)}" if r.get("upto") else "") for r in rows) + " ns"
     elif group == "idle latency":
         body = " · ".join(f"{r['what']} {_value(r)} ({r['how'].split(' pages')[0]}{', n=' + str(r['n']) if r.get('n') else ''})" for r in rows)
     elif rows[0]["value"] is None:
@@ -39,7 +39,7 @@ def summary_lines(findings: dict) -> list[str]:
     """About 15 lines: per system its first-screen numbers, then one line
     per experiment's finding."""
     records = findings["records"]
-    lines = []
+    lines = [f"This machine was {records['verdict']}." if not records["quiet"] else records["verdict"].capitalize()]
     for system in findings["systems"]:
         lines.append(f"membench findings for {system['system']}: {system['cpu_model']}, {system['cpus']} CPUs, "
                      f"{system['nodes']} NUMA node{'s' if system['nodes'] != 1 else ''}; {records['ok']} ok records, "
