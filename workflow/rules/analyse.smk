@@ -51,7 +51,10 @@ rule find_answers:
         measurements=expand("results/{system}/measurements.csv", system=SYSTEMS),
         topology=expand("results/{system}/topology.json", system=SYSTEMS),
         environment=expand("results/{system}/environment.json", system=SYSTEMS),
-        papers=[from_workdir(p) for p in sorted((REPO / "references" / "papers").glob("*.yaml"))],
+        papers=[
+            from_workdir(p)
+            for p in sorted((REPO / "references" / "papers").glob("*.yaml"))
+        ],
         code=PACKAGE_SOURCES,
     output:
         findings="results/summary/findings.json",
