@@ -41,9 +41,10 @@ onstart:
 
 
 # A failed step's own message (collect's problems, a full disk) comes last,
-# after Snakemake's error boxes (membench.core.last_words).
+# after Snakemake's error boxes; whichever step failed, the report from
+# before is set aside, marked STALE (membench.core.last_words).
 onerror:
-    for _message in last_words.take():
+    for _message in last_words.after_failure("results/report.html"):
         print(f"\n{_message}", file=sys.stderr)
 
 

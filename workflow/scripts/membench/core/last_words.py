@@ -43,6 +43,19 @@ def take(where: Path = FILE) -> list[str]:
     return messages
 
 
+def after_failure(report: str | Path = "results/report.html", where: Path = FILE) -> list[str]:
+    """What the workflow's onerror handler says, whatever step failed (a
+    round, collect, a figure, the report): the messages the steps left,
+    then, when the report was still in place, the line saying it was set
+    aside (a failed run leaves no report that looks current)."""
+    messages = take(where)
+    if Path(report).exists() and not Path(report).is_symlink():
+        aside = set_report_aside(report, "a step of the run failed")
+        if aside:
+            messages.append(aside)
+    return messages
+
+
 STALE_BANNER = (
     '<div id="stale-report" style="background:#b00020;color:#fff;padding:1em;font:bold 1.1em sans-serif">'
     "STALE: this report shows the stored runs as they were before a failed run ({why}); it is not "

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from membench.analyse.stats import add_series, disturbed_mask
+from membench.figures import nothing_drawn
 from membench.figures.style import GBPS_LABEL, colours, empty, to_svg
 from membench.store.placement_classes import OTHER, figure_classes
 
@@ -31,6 +32,14 @@ def _bins(values: pd.Series) -> tuple[np.ndarray, str]:
     return np.arange(low, high + width, width), ("1 GB/s bins" if width == 1 else f"{width:g} GB/s bins")
 
 
+def _ok_runs(measurements: pd.DataFrame) -> pd.DataFrame:
+    """The runs with a bandwidth: ok and a gbps value (a study whose every
+    run was skipped or failed may have no gbps column at all)."""
+    if "gbps" not in measurements or "status" not in measurements:
+        return measurements.iloc[:0].assign(gbps=pd.Series(dtype=float), status=pd.Series(dtype=object))
+    return measurements[(measurements["status"] == "ok") & measurements["gbps"].notna()]
+
+
 def _facets(nrows: int, ncols: int, width: float, height: float, **share):
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, **share)
     return fig, axes
@@ -41,10 +50,10 @@ def histogram_svg(measurements: pd.DataFrame, name: str) -> str:
     one step line per op; panels of one thread count share their x axis.
     Disturbed repetitions (membench.core.disturbance) are a dotted step of
     their own, never added to the others'."""
-    ok = add_series(measurements[(measurements["status"] == "ok") & measurements["gbps"].notna()])
+    if _ok_runs(measurements).empty:
+        return empty(nothing_drawn.from_runs(measurements), name)
+    ok = add_series(_ok_runs(measurements))
     ok = ok.assign(_disturbed=disturbed_mask(ok).to_numpy())
-    if ok.empty:
-        return empty("no successful measurements in this experiment", name)
     ops = list(dict.fromkeys(ok["op"]))
     palette = dict(zip(ops, colours(len(ops))))
     threads, series = sorted(ok["threads"].unique()), list(dict.fromkeys(ok["series"]))
@@ -110,9 +119,9 @@ def placement_svg(measurements: pd.DataFrame, name: str, modes: pd.DataFrame | N
     count), one row per thread count, one panel per series, coloured by the
     placement class the run obtained (membench.store.placement_classes.figure_classes:
     at most 8 classes, the rest "other"); black ticks: the modes found."""
-    ok = add_series(measurements[(measurements["status"] == "ok") & measurements["gbps"].notna()])
-    if ok.empty:
-        return empty("no successful measurements in this experiment", name)
+    if _ok_runs(measurements).empty:
+        return empty(nothing_drawn.from_runs(measurements), name)
+    ok = add_series(_ok_runs(measurements))
     op = list(dict.fromkeys(ok["op"]))[-1]
     ok = ok[ok["op"] == op]
     ok = ok.assign(placement=figure_classes(ok, _explaining(modes, ok["experiment"].unique())))

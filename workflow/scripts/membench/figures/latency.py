@@ -14,8 +14,16 @@ import numpy as np
 import pandas as pd
 
 from membench.analyse.stats import add_series
+from membench.figures import nothing_drawn
 from membench.figures.style import GBPS_LABEL, empty, sns, to_svg
 from membench.plan.grammar import group_text, size_text
+
+
+def _numbers(cells: pd.DataFrame, column: str) -> pd.Series:
+    """A column as numbers, NaN where it is missing or empty."""
+    if column not in cells:
+        return pd.Series(float("nan"), index=cells.index)
+    return pd.to_numeric(cells[column], errors="coerce")
 
 
 def _binary_size_ticks(ax, sizes: pd.Series) -> None:
@@ -31,12 +39,15 @@ def latency_svg(cells: pd.DataFrame, caches: dict[str, list[dict]], name: str) -
     """ns per load vs working set (log2 x), random and stride chase, one
     curve per chase group when several were measured, with each system's
     data-cache sizes marked."""
-    cells = cells[cells["n_ok"] > 0]
+    everything = cells
+    # a cell with no positive median (every repetition disturbed, none
+    # valid) has nothing for a log axis to draw
+    cells = cells[(cells["n_ok"] > 0) & (_numbers(cells, "ns_median") > 0)]
     if "chase_group_requested" in cells:
         cells = cells.assign(chase_group_requested=cells["chase_group_requested"].map(group_text))
     ok = add_series(cells, ["system", "pages", "policy_requested", "variant", "chase_group_requested"])
     if ok.empty:
-        return empty("no successful latency measurements in this experiment", name)
+        return empty(nothing_drawn.from_cells(everything, "latency measurements", "median ns per load"), name)
     ok = ok.assign(curve=ok["op"] + ("" if ok["series"].nunique() == 1 else ", " + ok["series"]))
     curves = list(dict.fromkeys(ok["curve"]))
     palette = dict(zip(curves, sns.color_palette("colorblind", len(curves))))
@@ -70,9 +81,10 @@ def loaded_svg(cells: pd.DataFrame, name: str, line_bytes: dict[str, int] | None
     load op (triad, read or a read:write mix); each point says its
     delay and, with the line size known, Little's law: the load threads'
     traffic (with write-allocate reads) x that latency, in cache lines."""
-    ok = add_series(cells[cells["n_ok"] > 0], ["system", "op", "pages", "policy_requested", "threads"])
+    drawable = (cells["n_ok"] > 0) & _numbers(cells, "ns_mean").notna() & _numbers(cells, "gbps_mean").notna()
+    ok = add_series(cells[drawable], ["system", "op", "pages", "policy_requested", "threads"])
     if ok.empty:
-        return empty("no successful loaded-latency measurements in this experiment", name)
+        return empty(nothing_drawn.from_cells(cells, "loaded-latency measurements", "latency and bandwidth"), name)
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for label, part in ok.groupby("series", sort=False):
         part = part.sort_values("gbps_mean")

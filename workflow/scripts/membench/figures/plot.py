@@ -36,6 +36,7 @@ FIGURE_COLUMNS = [
     "policy_requested", "pages", "pages_requested", "init", "size_requested", "status", "gbps",
     "threads_per_node", "threads_per_package", "node_imbalance", "smt_shared_cores", "oversubscribed_cpus",
     "migrated_threads", "page_locality", "hugepages", "disturbed",
+    "reason",  # a figure with no ok run says why (membench.figures.nothing_drawn)
 ]  # fmt: skip
 
 

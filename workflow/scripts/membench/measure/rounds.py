@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from membench.core import disturbance, layout, manifests
+from membench.core import disturbance, layout, manifests, results_files
 from membench.core.atomic_files import read_jsonl, write_text_atomic
 from membench.core.store_errors import store_error
 from membench.measure import identity, superseded
@@ -158,6 +158,10 @@ def _stored_state(path: Path, identity_keys: dict, request: dict | None = None) 
         return "missing", None
     try:
         records = read_jsonl(path)
+    except results_files.UnsafeResultsFile as error:
+        # a link or a FIFO where a run file belongs: said, never moved aside
+        # (moving it would reach through the link)
+        raise store_error("read", str(path), error) from None
     except (OSError, ValueError):
         records = []
     return identity.verdict(records, **identity_keys, request=request)

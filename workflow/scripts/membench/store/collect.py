@@ -210,7 +210,12 @@ def read_measurements(paths: list[str], columns: list[str] | None = None, withou
             return columns is None or name in columns or name.startswith("feature_")
 
         frames.append(pd.read_csv(path, usecols=wanted, low_memory=False))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    # A column no record filled (gbps in a study whose every run was skipped
+    # or failed) is not in the file: asked for, it is there, empty, so a
+    # reader finds no ok value instead of a KeyError.
+    missing = [name for name in columns or () if name not in table.columns and name not in without]
+    return table.reindex(columns=[*table.columns, *missing]) if missing else table
 
 
 def read_records(paths: list[str]):
