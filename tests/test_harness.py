@@ -159,11 +159,13 @@ def test_records_say_what_could_have_disturbed_them(harness):
 def test_a_pinned_spinner_beside_a_measuring_thread_marks_its_runs(harness):
     """End to end on real threads: a busy loop pinned to the measuring
     thread's CPU takes about half of it, and the harness's counters make the
-    disturbed rule mark every op with the wait it saw. Alone, the same run
+    disturbed rule mark every op with the wait it saw (in the iteration its
+    number came from, which the spinner shares). Alone, the same run
     is quiet: measured again up to 4 times, then skipped naming what
     disturbed it (other work on a shared machine does)."""
     cpu = ALLOWED[-1]
-    argv = ["--size", str(32 * 1024 * 1024), "--ntimes", "10", "--threads", "1", "--affinity", f"cpus:{cpu}"]
+    # iterations of 15-40 ms, longer than the scheduler's slices: the spinner is in each
+    argv = ["--size", str(128 * 1024 * 1024), "--ntimes", "5", "--threads", "1", "--affinity", f"cpus:{cpu}"]
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"],
                                preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))  # fmt: skip
     try:
@@ -175,7 +177,7 @@ def test_a_pinned_spinner_beside_a_measuring_thread_marks_its_runs(harness):
     assert rc == 0, err
     for r in recs:
         disturbed, causes = disturbance.verdict(r)
-        assert disturbed is True and causes[0].startswith("switched out (waited "), (r["op"], causes)
+        assert disturbed is True and causes[0].startswith("switched out"), (r["op"], causes)
         assert max(r["disturb_wait_s"]) > 0.1 * r["disturb_timed_s"], r["disturb_wait_s"]
     seen = []
     for _ in range(4):
@@ -184,7 +186,7 @@ def test_a_pinned_spinner_beside_a_measuring_thread_marks_its_runs(harness):
         labels = {disturbance.label(r) for r in recs}
         if labels == {"quiet"}:
             return
-        seen.append("; ".join(sorted(labels)))
+        seen.append(sorted(labels - {"quiet"})[0][:100])  # one op's causes a try
     pytest.skip(f"no quiet run alone on CPU {cpu} in 4 tries (the machine is busy): {seen}")
 
 
