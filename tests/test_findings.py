@@ -126,7 +126,7 @@ def test_first_screen_terminal_and_file_show_the_same_numbers(default_run):
     for row in rows:
         if row["value"] is None:
             continue
-        shown = re.compile(rf"(?<![\d.]){re.escape(number(row['value'], 1))}(?![\d])")  # the same rounding, not a prefix
+        shown = re.compile(rf"(?<![\d.]){re.escape(number(row['value'], row.get('digits', 1)))}(?![\d])")  # the same rounding, not a prefix
         assert shown.search(screen), (row["group"], row["what"], shown.pattern)
         assert shown.search(terminal_text), (row["group"], row["what"], shown.pattern)
     for finding in findings["findings"]:
@@ -246,6 +246,12 @@ def test_findings_validate_on_the_stored_16_cpu_runs(tmp_path, name):
     )  # fmt: skip
     document.validate(derived["findings"])
     assert all(not math.isnan(r["value"]) for s in derived["findings"]["systems"] for r in s["headline"] if r["value"] is not None)
+    # a Xeon guest of family 6 model 207 reports a generic name: its features place it among published machines
+    (references,) = [s["references"] for s in derived["findings"]["systems"]]
+    assert references and references[0]["match"] == "same generation by its features (intel-amx)"
+    assert "16 CPUs of a virtual machine" in references[0]["conditions"] and "socket" in references[0]["conditions"]
+    row = next(r for r in derived["findings"]["systems"][0]["headline"] if r["group"] == "published machines")
+    assert row["value"] == pytest.approx(references[0]["ratio"]) and references[0]["system"] in row["how"]
 
 
 def test_a_busy_machine_says_so_and_never_not_measured(tmp_path):
@@ -268,3 +274,13 @@ def test_a_busy_machine_says_so_and_never_not_measured(tmp_path):
     assert all("disturbed" in f["text"] for f in derived["findings"]["findings"]), [f["text"] for f in derived["findings"]["findings"]]
     quiet = derive_from(config, records(repeats))
     assert terminal.summary_lines(quiet["findings"])[0].startswith("Quiet: 0 of ")
+
+
+def test_a_machine_of_no_known_generation_gets_the_nearest_few_said_as_other_machines():
+    from membench.findings import atlas
+
+    topology = {"cpu_model": "Some CPU", "cpu_flags": [], "cpus": list(range(8))}
+    found = atlas.references_beside(topology, {}, ("highest memory traffic", 100.0), None)
+    assert 1 <= len(found) <= atlas.NEAREST and all(r["match"] == "another machine" for r in found)
+    ratios = [abs(math.log(r["ratio"])) for r in found]
+    assert ratios == sorted(ratios)

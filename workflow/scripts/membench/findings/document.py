@@ -28,6 +28,7 @@ from membench.core import paths
 from membench.core.atomic_files import write_text_atomic
 from membench.core.layout import superseded_counts
 from membench.findings import answers, latency_answers, papers as paper_numbers
+from membench.findings import atlas, first_screen
 from membench.findings.first_screen import headline_rows
 from membench.findings.sections import build_sections, derived_tables
 from membench.plan import families
@@ -134,6 +135,20 @@ def quiet(cells: pd.DataFrame) -> dict:
 QUIET_SHARE = 0.05
 
 
+def _read_bandwidth(cells: pd.DataFrame, rows: list[dict]) -> tuple[str, float] | None:
+    """What to hold against published bandwidths: MLC's all-reads mix at
+    the most threads where measured, else the highest memory traffic."""
+    mix = cells[(cells["op"] == "r1w0") & cells["gbps_median"].notna()] if "gbps_median" in cells else cells.iloc[0:0]
+    if not mix.empty:
+        return "all-read bandwidth (mix r1w0)", float(mix["gbps_median"].max())
+    top = next((r for r in rows if r["group"] == "highest memory traffic" and r["value"] is not None), None)
+    return ("highest memory traffic", float(top["value"])) if top else None
+
+
+def _idle_ns(rows: list[dict]) -> float | None:
+    return next((r["value"] for r in rows if r["group"] == "idle latency" and r["value"] is not None), None)
+
+
 def _versions(cells: pd.DataFrame, name: str, system: str) -> dict[str, float]:
     mine = cells[(cells["experiment"] == name) & (cells["system"] == system) & cells["gbps_median"].notna()] if "gbps_median" in cells else cells.iloc[0:0]
     return {row.variant: float(row.gbps_median) for row in mine.itertuples()}
@@ -175,8 +190,11 @@ def derive(
             one.update(cell_count=verdict["cells"], alert=verdict["alert"], link=verdict["link"],
                        line=f"{one['text']}; {verdict['text']}")  # fmt: skip
             found.append(one)
+        references = atlas.references_beside(systems[system].get("topology", {}), systems[system].get("environment", {}),
+                                             _read_bandwidth(cells[cells["system"] == system], rows), _idle_ns(rows))  # fmt: skip
+        rows += first_screen.reference_rows(references)
         out_systems.append({"system": system, "cpu_model": headline["cpu_model"], "cpus": headline["cpus"],
-                            "nodes": headline["nodes"], "headline": rows})  # fmt: skip
+                            "nodes": headline["nodes"], "headline": rows, "references": references})  # fmt: skip
     totals = sections["totals"]
     span = {}
     if measurements is not None and "t_start" in measurements and measurements["t_start"].notna().any():

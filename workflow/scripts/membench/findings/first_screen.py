@@ -88,3 +88,15 @@ def headline_rows(headline: dict, runs: pd.DataFrame, idle: dict, all_disturbed:
                else "no bandwidth cell with a matching idle latency")  # fmt: skip
         rows.append(_row("effective concurrency", "at the highest traffic", _derived(None, "lines"), f"not known: {why}", [], "#concurrency"))
     return rows
+
+
+def reference_rows(references: list[dict]) -> list[dict]:
+    """The first screen's place among published machines: the first
+    reference held against this run's bandwidth (findings.json has them all)."""
+    bandwidth = [r for r in references if r["what"] != "idle latency"]
+    if not bandwidth:
+        return []
+    first = bandwidth[0]
+    how = (f"{first['this_value']:.1f} of {first['reference_value']:.1f} {first['unit']} ({first['what']}) against "
+           f"{first['system']} ({first['reference']}); {first['match']}; {first['conditions']}")  # fmt: skip
+    return [{**_row("published machines", first["system"], _derived(first["ratio"], "×"), how, [], "#machine"), "digits": 2}]

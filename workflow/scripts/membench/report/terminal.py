@@ -10,13 +10,13 @@ from pathlib import Path
 
 from membench.core.text import number
 
-WIDTH = 24  # the label column
+WIDTH = 25  # the label column
 
 
 def _value(row: dict) -> str:
     if row["value"] is None:
         return "–"
-    return f"{number(row['value'], 1)} {row['unit']}"
+    return f"{number(row['value'], row.get('digits', 1))} {row['unit']}"
 
 
 def _runs(row: dict) -> str:
@@ -28,6 +28,8 @@ def _group_line(group: str, rows: list[dict]) -> str:
         body = " · ".join(f"{r['what']} {number(r['value'], 1)}" + (f"–{number(r['upto'], 1)}" if r.get("upto") else "") for r in rows) + " ns"
     elif group == "idle latency":
         body = " · ".join(f"{r['what']} {_value(r)} ({r['how'].split(' pages')[0]}{', n=' + str(r['n']) if r.get('n') else ''})" for r in rows)
+    elif group == "published machines":
+        body = f"{_value(rows[0])} {rows[0]['what']}: {rows[0]['how']}"
     elif rows[0]["value"] is None:
         body = f"{rows[0]['what']}: {rows[0]['how']}"
     else:
