@@ -161,3 +161,18 @@ def test_make_status_names_an_unreadable_manifest(tmp_path, repo):
     )  # fmt: skip
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     assert "r0-0123456789ab.json" in out.stdout and "not readable" in out.stdout
+
+
+def test_an_impossible_bandwidth_is_named_by_file_line_and_key(tmp_path, repo):
+    """Case 11: an ok record of 1e12 GB/s (1 ZB/s) is damage, not a result."""
+    cell = "t8_close_default_variant_parallel_sauto"
+    run = tmp_path / "results" / "dev16" / "runs" / "stream_affinity" / "stream-default" / cell / "r0.jsonl"
+    run.parent.mkdir(parents=True)
+    records = [json.loads(line) for line in (repo / "tests/fixtures/dev16/runs" / cell / "r0.jsonl").read_text().splitlines()]
+    ok = next(i for i, r in enumerate(records) if r.get("status") == "ok" and r.get("gbps"))
+    records[ok]["gbps"] = 1e12
+    run.write_text("".join(json.dumps(r) + "\n" for r in records))
+    from membench.store import stored
+
+    found = stored.run_problems([str(run)], None)
+    assert any(f"{run}:{ok + 1}" in p and "gbps" in p for p in found), found
