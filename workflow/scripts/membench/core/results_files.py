@@ -11,7 +11,8 @@ Every file opened here is:
   its folder resolved under the results root (a linked folder leading out
   of it is refused; the root itself may be a link, the user chose it);
 - opened without blocking (O_NONBLOCK: a FIFO with no writer does not
-  hang the open) and refused unless fstat says it is a regular file.
+  hang the open) and refused unless fstat says it is a regular file (on
+  which O_NONBLOCK changes nothing, so it stays set).
 
 A refusal is an UnsafeResultsFile (an OSError) whose text names the file,
 what it is, and what to do. Writes that replace a whole file go through
@@ -22,7 +23,7 @@ for what is opened in place (locks) and for every read.
 from __future__ import annotations
 
 import errno
-import fcntl
+import functools
 import os
 import stat
 from pathlib import Path
@@ -57,11 +58,18 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+@functools.lru_cache(maxsize=4096)
+def _resolved(folder: str) -> str:
+    # collect reads thousands of run files from a few hundred folders: one
+    # resolution per folder and process (os.path.realpath lstats every part)
+    return os.path.realpath(folder)
+
+
 def check_under(path: str | Path, root: str | Path) -> None:
     """Refuse `path` when its folder, links resolved, is not inside `root`
     (links resolved)."""
-    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
-    top = os.path.realpath(root)
+    folder = _resolved(os.path.dirname(os.path.abspath(path)))
+    top = _resolved(os.path.abspath(root))
     if folder != top and not folder.startswith(top.rstrip("/") + "/"):
         raise UnsafeResultsFile(
             path,
@@ -97,7 +105,6 @@ def open_fd(path: str | Path, root: str | Path, flags: int = os.O_RDONLY, mode: 
             # written in place (a lock): a hard link would carry the write
             # to a file outside the results folder
             raise UnsafeResultsFile(path, f"a file with {st.st_nlink} hard links, opened to be written: remove it")
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     except BaseException:
         os.close(fd)
         raise
@@ -108,10 +115,9 @@ def read_bytes(path: str | Path, root: str | Path, limit: int = MAX_READ_BYTES) 
     """The whole of a regular file inside `root`, refused past `limit` bytes."""
     fd = open_fd(path, root)
     with os.fdopen(fd, "rb") as fh:
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise UnsafeResultsFile(path, f"over {limit} bytes: no file membench stores is this large; it is not one")
-    return data
+        if os.fstat(fd).st_size > limit:  # a regular file: its size is what a read gets
+            raise UnsafeResultsFile(path, f"over {limit} bytes: no file membench stores is this large; it is not one")
+        return fh.read()
 
 
 def open_binary(path: str | Path, root: str | Path):
