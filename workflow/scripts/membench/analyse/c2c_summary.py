@@ -143,8 +143,11 @@ def report_table(classes: pd.DataFrame) -> dict | None:
     if classes is None or classes.empty:
         return None
     several = classes["system"].nunique() > 1 or classes["variant"].nunique() > 1
+    # a class this host lacks (no pair of it: every record skipped) is one footnote, not rows of dashes
+    lacking = classes[(classes["records"] == 0) & (classes["n_failed"] == 0)]
+    footnotes = [f"Not on this host (skipped): {', '.join(dict.fromkeys(lacking['pair_class']))}."] if not lacking.empty else []
     rows = []
-    for row in classes.itertuples():
+    for row in classes.drop(lacking.index).itertuples():
         spread = "–" if pd.isna(row.handoff_ns_p10) else f"{row.handoff_ns_p10:.1f} – {row.handoff_ns_p90:.1f}"
         modes = getattr(row, "modes_unexplained", None)
         if isinstance(modes, str) and modes:
@@ -179,6 +182,7 @@ def report_table(classes: pd.DataFrame) -> dict | None:
                     "within a record", "pairs", "records", "samples switched out", "disturbed (left out)",
                     "failed / skipped"],  # fmt: skip
         "rows": rows,
+        "footnotes": footnotes,
     }
 
 

@@ -116,6 +116,14 @@ def delay_text(row) -> str:
     return f"{asked} ({measured / 1000:.2f} µs)" if measured >= 1000 else f"{asked} ({measured:.0f} ns)"
 
 
+def _why_none(row) -> str:
+    """A point with no number says why: every run disturbed, or none kept."""
+    disturbed = row.get("n_disturbed", 0)
+    if disturbed and not pd.isna(disturbed) and int(disturbed) == int(row["n_ok"]):
+        return f"– (all {int(row['n_ok'])} runs disturbed)"
+    return "–"
+
+
 def loaded_little_table(cells: pd.DataFrame, line_bytes: dict[str, int]) -> dict | None:
     """One row per point of the loaded-latency curves: the load threads'
     GB/s (STREAM count and read traffic), the chasing thread's latency
@@ -128,13 +136,13 @@ def loaded_little_table(cells: pd.DataFrame, line_bytes: dict[str, int]) -> dict
     ok = add_series(ok, ["system", "variant", "affinity", "policy_requested", "pages", "size_requested", "chase_group_requested"])
     several = ok["series"].nunique() > 1
     rows = []
-    for _, row in ok.sort_values(["series", "op", "threads", "gbps_mean"], kind="stable").iterrows():
+    for _, row in ok.sort_values(["series", "op", "threads", "load_delay_requested"], kind="stable").iterrows():
         reads, ns = read_traffic(row, "median"), row["ns_median"]
         lines = lines_in_flight(reads, ns, line_bytes[row["system"]]) if row["system"] in line_bytes else math.nan
         loaders = max(1, int(row["threads"]) - 1)
         rows.append(
             [*([row["series"]] if several else []), row["op"], MIXES.get(row["op"], row["op"]), str(row["threads"]),
-             delay_text(row), number(row["gbps_median"], 2), number(reads, 2), number(ns, 1),
+             delay_text(row), number(row["gbps_median"], 2) if not pd.isna(row["gbps_median"]) else _why_none(row), number(reads, 2), number(ns, 1),
              number(reads * ns, 0), number(lines, 1), number(lines / loaders, 1)]
         )  # fmt: skip
     return {

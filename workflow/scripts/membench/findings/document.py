@@ -188,7 +188,7 @@ def derive(
             one["beside_paper"] = paper_numbers.beside(one, papers, _versions(cells, name, system), level)
             verdict = verdicts[name]
             one.update(cell_count=verdict["cells"], alert=verdict["alert"], link=verdict["link"],
-                       line=f"{one['text']}; {verdict['text']}")  # fmt: skip
+                       line="; ".join(t for t in (one["text"], verdict["text"]) if t))  # fmt: skip
             found.append(one)
         references = atlas.references_beside(systems[system].get("topology", {}), systems[system].get("environment", {}),
                                              _read_bandwidth(cells[cells["system"] == system], rows), _idle_ns(rows))  # fmt: skip

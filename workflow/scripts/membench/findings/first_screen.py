@@ -82,11 +82,11 @@ def headline_rows(headline: dict, runs: pd.DataFrame, idle: dict, all_disturbed:
     if c and c.get("known"):
         how = (f"{c['traffic_gbps']:.1f} GB/s read × {c['latency_ns']:.1f} ns = {c['bytes']:.0f} B in flight, "
                f"{c['lines_per_thread']:.1f} lines per thread")  # fmt: skip
-        rows.append(_row("effective concurrency", "at the highest traffic", _derived(c["lines"], "lines"), how, [], c["link"]))
+        rows.append(_row("effective concurrency", "at the highest", _derived(c["lines"], "lines"), how, [], c["link"]))
     else:
         why = (c["why"] if c else "every bandwidth run was disturbed" if "bandwidth" in all_disturbed
                else "no bandwidth cell with a matching idle latency")  # fmt: skip
-        rows.append(_row("effective concurrency", "at the highest traffic", _derived(None, "lines"), f"not known: {why}", [], "#concurrency"))
+        rows.append(_row("effective concurrency", "at the highest", _derived(None, "lines"), f"not known: {why}", [], "#concurrency"))
     return rows
 
 

@@ -251,7 +251,8 @@ def experiment_verdicts(cells: pd.DataFrame, modes: pd.DataFrame | None, experim
         skipped = int((mine.groupby("cell")["n_skipped"].sum() > 0).sum())
         failed = int((mine.groupby("cell")["n_failed"].sum() > 0).sum())
         problems = [f"{n} cell{'s' if n != 1 else ''} {word}" for n, word in ((skipped, "skipped"), (failed, "failed")) if n]
-        parts.append("; ".join(problems) if problems else "nothing skipped or failed")
+        if problems:  # a clean experiment's line is its answer alone
+            parts.append("; ".join(problems))
         lines.append(
             {
                 "experiment": name,

@@ -54,8 +54,7 @@ def cache_warnings(cells: pd.DataFrame, systems: dict) -> list[str]:
 
 # Keys that mean something only for some kernels (defaults fill them for
 # all): shown where the family's knobs (membench.plan.families) list them.
-ONLY_WHERE_THEY_APPLY = ("load_op", "load_delay", "sweep_from", "points_per_octave", "prefetch_distance",
-                         "chase_group", "threads", "affinity")
+ONLY_WHERE_THEY_APPLY = frozenset(knob for traits in families.FAMILIES.values() for knob in traits.knobs)
 
 
 PEAK_NOTE = (
@@ -137,12 +136,13 @@ def _axes(spec: dict, part: pd.DataFrame) -> dict:
     stored runs state otherwise (an earlier membench's, membench.store.claims)
     is named beside it, never passed off as the config's."""
     axes = {k: v for k, v in spec.items() if k not in ("kernel", "exclude") and _relevant(k, spec["kernel"])}
+    text = {k: ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v) for k, v in axes.items()}
     if "chase_group" in axes and "chase_group_requested" in part:
         asked = {group_text(parse_group(g)) for g in axes["chase_group"]}
         stored = sorted({group_text(g) for g in part["chase_group_requested"].dropna()} - asked)
         if stored:
-            axes["chase_group"] = f"{axes['chase_group']}; stored runs of an earlier membench: {', '.join(stored)}"
-    return axes
+            text["chase_group"] += f"; stored runs of an earlier membench: {', '.join(stored)}"
+    return text
 
 
 def derived_tables(config: dict, cells: pd.DataFrame, systems: dict[str, dict], c2c_classes: pd.DataFrame | None) -> dict:

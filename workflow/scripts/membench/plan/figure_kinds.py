@@ -19,4 +19,6 @@ def kinds_for(experiment: dict) -> tuple[str, ...]:
     kinds = traits.figures
     if traits.bandwidth and len(experiment.get("size", [])) > 1:
         kinds = (*kinds, "size")
+    if len(experiment.get("threads", [])) == 1:  # bandwidth vs threads at one thread count: a point per panel
+        kinds = tuple(k for k in kinds if k != "scaling")
     return kinds
