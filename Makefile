@@ -16,7 +16,7 @@ RUN_DIR  = $(if $(RESULTS),$(RESULTS),.)
 RUN_ARGS = $(if $(RESULTS),--directory $(call quote,$(RESULTS)) --configfile $(call quote,$(abspath $(CONFIG))),--configfile $(call quote,$(CONFIG)))
 TERMINAL = $(if $(VERBOSE),,2>&1 | $(BIN)/python -u workflow/scripts/terminal_lines.py)
 
-.PHONY: config-exists run plan status test bench lint compare bundle system-deps test-deps bench-deps clean
+.PHONY: config-exists run findings plan status test bench lint compare bundle system-deps test-deps bench-deps clean
 
 # System packages come from Debian's apt; only what is missing is installed.
 system-deps:
@@ -69,7 +69,11 @@ run: config-exists system-deps $(STAMP)
 	@$(BIN)/python workflow/scripts/study_estimate.py --configfile $(CONFIG) --cores $(CORES)
 	@env --default-signal=INT,QUIT,TERM $(BIN)/snakemake --cores $(CORES) $(RUN_ARGS) $(TERMINAL); rc=$$?; \
 	  $(BIN)/python workflow/scripts/time_breakdown.py $(INSTALL_TIME); exit $$rc
-	@echo "Report: $(abspath $(RUN_DIR)/results/report.html)"
+	@$(BIN)/python workflow/scripts/print_findings.py $(call quote,$(RUN_DIR)/results/summary/findings.json) --report $(call quote,$(abspath $(RUN_DIR)/results/report.html))
+
+# The findings summary of stored results again (README, "Findings"), then the report's path.
+findings: $(STAMP)
+	@$(BIN)/python workflow/scripts/print_findings.py $(call quote,$(RUN_DIR)/results/summary/findings.json) --report $(call quote,$(abspath $(RUN_DIR)/results/report.html))
 
 # A config that is not there: one line, before anything is installed.
 config-exists:
