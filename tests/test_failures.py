@@ -10,22 +10,28 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import copy_workflow
+from conftest import REPO, copy_workflow
+from membench.core import disturbance
+from membench.core.atomic_files import read_jsonl
+
+sys.path.insert(0, str(REPO / "tools"))
+import synthetic_runs  # noqa: E402
 
 SYSTEM = "t"
 TINY = {
     "system": SYSTEM,
     "repeats": 2,
     "ntimes": 3,
-    # these tests count stored files and superseded folders exactly: a try
-    # again after a disturbance (a busy test machine) would add some
-    "disturbed_retries": 0,
+    # disturbed_retries left at its default (2), as users run it: a try
+    # again after a disturbance (a busy test machine) adds files under
+    # superseded/disturbed/, which the counts below tell apart
     "experiments": {"s": {"kernel": "stream", "threads": [1], "affinity": ["close"], "size": ["2MiB"]}},
 }
 CELL = "s/stream-default/t1_close_default_variant_parallel_s2097152"
@@ -38,11 +44,13 @@ def snakemake(workdir: Path, venv_bin: Path, *args: str, config: str = "tiny.yam
     )  # fmt: skip
 
 
-def stored(workdir: Path) -> dict[str, str]:
-    """md5 of every run file and superseded file."""
+def stored(workdir: Path, retries: bool = True) -> dict[str, str]:
+    """md5 of every run file and superseded file; retries=False leaves out
+    the tries a disturbance had measured again (superseded/disturbed/)."""
     return {
         str(p.relative_to(workdir)): hashlib.md5(p.read_bytes()).hexdigest()
         for p in sorted((workdir / "results").glob(f"{SYSTEM}/*/**/r*.jsonl*"))
+        if retries or "/superseded/disturbed/" not in str(p)
     }
 
 
@@ -76,16 +84,47 @@ def test_a_deleted_measurements_csv_is_rebuilt(copy, venv_bin):
 
 
 def test_measure_again_as_readme_says_measures_the_cell(copy, venv_bin):
-    before = stored(copy)
+    before = stored(copy, retries=False)
     # README, "Measure again", verbatim
     subprocess.run(f"rm -r results/{SYSTEM}/runs/{CELL} results/{SYSTEM}/rounds", shell=True, cwd=copy, check=True)
     out = snakemake(copy, venv_bin)
     assert out.returncode == 0, tail(out, 40)
     assert "1 measured" in out.stdout + out.stderr
-    after = stored(copy)
+    after = stored(copy, retries=False)
     assert set(after) == set(before) and all(after[f] != before[f] for f in before), "both repetitions measured again"
+    retried = [f for f in stored(copy) if f not in after]
+    assert all("/superseded/disturbed/" in f and CELL in f for f in retried), retried
     report = copy / "results" / "report.html"
     assert report.stat().st_mtime > (copy / "results" / SYSTEM / "runs" / CELL / "r0.jsonl").stat().st_mtime
+
+
+def test_a_disturbed_repetition_is_measured_again_with_the_default_retries(copy, venv_bin):
+    """The default config's retry path through the real Snakemake and the
+    real harness: a busy loop pinned to the measuring thread's CPU disturbs
+    every try (about half of the CPU), so the repetition is measured 3
+    times (disturbed_retries 2, the default), the first two kept aside
+    under superseded/disturbed/, the last kept, marked, and said."""
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    # iterations of 15-40 ms, longer than the scheduler's slices: the spinner is in each
+    config = {"system": "d", "repeats": 1, "ntimes": 5,
+              "experiments": {"d": {"kernel": "stream", "threads": [1], "affinity": [f"cpus:{cpu}"], "size": ["128MiB"]}}}  # fmt: skip
+    (copy / "retried.yaml").write_text(yaml.safe_dump(config))
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    try:
+        out = snakemake(copy, venv_bin, config="retried.yaml")
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert out.returncode == 0, tail(out, 40)
+    (kept,) = (copy / "results" / "d" / "runs").glob("d/*/*/r0.jsonl")
+    tries = sorted(p.name for p in (copy / "results" / "d" / "superseded" / "disturbed").rglob("r0.jsonl*"))
+    assert tries == ["r0.jsonl", "r0.jsonl.1"], tries
+    records = read_jsonl(kept)
+    assert {r["measure_try"] for r in records} == {3}
+    causes = [disturbance.verdict(r)[1] for r in records]
+    assert any(any(c.startswith("switched out") for c in said) for said in causes), causes
+    assert "disturbed 1 kept, 2 measured again" in out.stdout + out.stderr, tail(out, 40)
+    assert (copy / "results" / "report.html").exists()
 
 
 def test_undoing_an_edit_brings_the_earlier_files_back(copy, venv_bin):
@@ -107,7 +146,7 @@ def test_undoing_an_edit_brings_the_earlier_files_back(copy, venv_bin):
     assert six_files <= {d for f, d in after.items() if "/superseded/" in f}, "the ntimes-6 repetitions are kept aside"
     # one edit, one folder: both repetitions of the ntimes-6 edit (and of
     # its undoing) share it, named by the knobs that changed
-    folders = sorted(p.name for p in (copy / "results" / SYSTEM / "superseded").iterdir())
+    folders = sorted(p.name for p in (copy / "results" / SYSTEM / "superseded").iterdir() if p.name != "disturbed")
     assert len(folders) == 2 and all(f.startswith("request-") for f in folders), folders
 
 
@@ -203,11 +242,6 @@ def test_make_run_with_a_config_that_is_not_there_is_one_line(tmp_path, repo):
 
 def test_make_compare_exit_codes_reach_make(tmp_path, repo, venv_bin):
     """0 no cell worse, 1 a cell worse, 2 bad input: make's own exit code."""
-    import sys
-
-    sys.path.insert(0, str(repo / "tools"))
-    import synthetic_runs
-
     work = tmp_path / "w"
     work.mkdir()
     for folder in ("workflow", "reports"):
@@ -244,6 +278,7 @@ def test_make_compare_exit_codes_reach_make(tmp_path, repo, venv_bin):
 
 
 DEV16 = Path(__file__).resolve().parents[2] / "shared" / "data" / "dev16"
+LADDER = REPO / "tests" / "fixtures" / "dev16_ladder"  # the ladder runs of DEV16, kept in the repository
 
 
 @pytest.mark.skipif(not (DEV16 / "runs").is_dir(), reason="no ../shared/data/dev16")
@@ -270,16 +305,32 @@ def test_dev16_runs_of_an_earlier_membench_are_shown_or_said(tmp_path, venv_bin)
     assert "stored but not shown: 1 run file(s): experiment &#39;old&#39; is not in the config" in first_screen
     loaded = report[report.index('id="experiment-loaded_latency"') :]
     assert "<svg" in loaded[:200000] and "174.5" in loaded  # the loaded curve's points (delay 0: 174.5 ns)
-    # a second identical render (every figure job run again, in new
-    # processes) writes the same bytes: the ladder's jittered dots included
-    figures = {p.name: p.read_bytes() for p in (workdir / "results" / "figures").glob("*.svg")}
-    assert "readonly_ladder-ladder.svg" in figures
-    again = snakemake(workdir, venv_bin, "--config", "figures_only=True", "--forcerun", "plot_figure",
-                      config=str(DEV16 / "config.yaml"))  # fmt: skip
-    assert again.returncode == 0, tail(again, 40)
-    assert "plot_figure" in again.stdout + again.stderr, "the figures were drawn again"
-    changed = [n for n, data in figures.items() if (workdir / "results" / "figures" / n).read_bytes() != data]
-    assert changed == [], f"figures differ between two identical runs: {changed}"
+    assert (workdir / "results" / "figures" / "readonly_ladder-ladder.svg").exists()
+
+
+def test_figures_drawn_again_are_the_same_bytes(tmp_path, venv_bin):
+    """README's figures-only command on stored runs kept in the repository
+    (tests/fixtures/dev16_ladder: real read-only ladder runs) and on a
+    synthetic two-socket STREAM study (tools/synthetic_runs.py), then every
+    figure job run again in new processes: the same bytes, the ladder's
+    jittered dots included."""
+    workdir = copy_workflow(tmp_path / "membench")
+    system = workdir / "results" / "dev16"
+    system.mkdir(parents=True)
+    for name in ("runs", "topology.json", "environment.json"):
+        subprocess.run(["cp", "-a", str(LADDER / name), str(system / name)], check=True)
+    synthetic_runs.write_affinity_study(workdir, "aff", [1, 4], 5, machine="2x4x2", system="two-socket")
+    drawn = {}
+    for config in (str(LADDER / "config.yaml"), "config.yaml"):
+        first = snakemake(workdir, venv_bin, "--config", "figures_only=True", config=config)
+        assert first.returncode == 0, tail(first, 40)
+        drawn.update({p.name: p.read_bytes() for p in (workdir / "results" / "figures").glob("*.svg")})
+        again = snakemake(workdir, venv_bin, "--config", "figures_only=True", "--forcerun", "plot_figure", config=config)
+        assert again.returncode == 0, tail(again, 40)
+        assert "plot_figure" in again.stdout + again.stderr, "the figures were drawn again"
+        changed = [n for n, data in drawn.items() if (workdir / "results" / "figures" / n).read_bytes() != data]
+        assert changed == [], f"figures differ between two identical runs ({config}): {changed}"
+    assert "readonly_ladder-ladder.svg" in drawn and any(name.startswith("aff-") for name in drawn), sorted(drawn)
 
 
 def test_names_too_long_for_a_path_are_said_with_the_config(tmp_path, venv_bin):
