@@ -1,7 +1,10 @@
 import json
+import os
 import shutil
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -27,18 +30,51 @@ def venv_bin() -> Path:
     return Path(sys.executable).parent
 
 
+class VariantBuilds:
+    """Binaries of kernels/families/variants.yaml, each (family, variant)
+    built at most once per session, with exactly the build rule's command
+    (membench.plan.variants.compile_argv); what is asked together is built
+    in parallel. Every test file takes its binaries from here, so a whole
+    run compiles each variant once."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
+        self.built: dict[tuple[str, str], tuple[Path, int, str]] = {}
+        self.lock = threading.Lock()
+
+    def _compile(self, pair: tuple[str, str]) -> tuple[tuple[str, str], tuple[Path, int, str]]:
+        family, variant = pair
+        binary = self.folder / f"{family}-{variant}"
+        proc = subprocess.run(variants.compile_argv(self.table, family, variant, REPO / "kernels", binary),
+                              capture_output=True, text=True)  # fmt: skip
+        return pair, (binary, proc.returncode, proc.stderr)
+
+    def build(self, pairs) -> dict[tuple[str, str], tuple[Path, int, str]]:
+        """(family, variant) -> (binary, compiler exit code, compiler stderr)."""
+        pairs = list(pairs)
+        with self.lock:
+            missing = [pair for pair in dict.fromkeys(pairs) if pair not in self.built]
+            with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+                self.built.update(pool.map(self._compile, missing))
+            return {pair: self.built[pair] for pair in pairs}
+
+    def binary(self, family: str, variant: str = "default") -> Path:
+        """One binary, which must have built cleanly (no compiler output)."""
+        ((path, returncode, stderr),) = self.build([(family, variant)]).values()
+        assert returncode == 0 and stderr == "", f"{family}-{variant}: compiler said:\n{stderr}"
+        return path
+
+
 @pytest.fixture(scope="session")
-def stream_binary(tmp_path_factory) -> Path:
+def variant_builds(tmp_path_factory) -> VariantBuilds:
+    return VariantBuilds(tmp_path_factory.mktemp("variants"))
+
+
+@pytest.fixture(scope="session")
+def stream_binary(variant_builds) -> Path:
     """The default STREAM binary, built exactly as the build rule builds it."""
-    table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
-    out = tmp_path_factory.mktemp("bin") / "stream-default"
-    built = subprocess.run(
-        variants.compile_argv(table, "stream", "default", REPO / "kernels", out),
-        capture_output=True,
-        text=True,
-    )
-    assert built.returncode == 0 and built.stderr == "", f"compiler said:\n{built.stderr}"
-    return out
+    return variant_builds.binary("stream")
 
 
 def copy_workflow(dest: Path) -> Path:
@@ -59,24 +95,16 @@ def copy_workflow(dest: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def option_listings(tmp_path_factory) -> dict[str, dict]:
+def option_listings(variant_builds) -> dict[str, dict]:
     """Every family's option tables (--list-options) from one binary per
     family (its first variant), built in parallel as the build rule builds
     them."""
-    table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
-    out = tmp_path_factory.mktemp("listings")
-    builds = {
-        family: subprocess.Popen(
-            variants.compile_argv(table, family, variants.variant_names(table, family)[0], REPO / "kernels", out / family),
-            stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        for family in variants.families(table)
-    }
+    table = variant_builds.table
+    firsts = [(family, variants.variant_names(table, family)[0]) for family in variants.families(table)]
     listings = {}
-    for family, build in builds.items():
-        _, err = build.communicate()
-        assert build.returncode == 0, f"{family}: {err}"
-        listed = subprocess.run([out / family, "--list-options"], capture_output=True, text=True, check=True)
+    for (family, _), (binary, returncode, stderr) in variant_builds.build(firsts).items():
+        assert returncode == 0, f"{family}: {stderr}"
+        listed = subprocess.run([binary, "--list-options"], capture_output=True, text=True, check=True)
         listings[family] = json.loads(listed.stdout)
     return listings
 

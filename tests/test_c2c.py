@@ -157,11 +157,8 @@ def test_config_cells_and_requests(option_listings):
 
 
 @pytest.fixture(scope="module")
-def binary(tmp_path_factory):
-    out = tmp_path_factory.mktemp("c2c") / "c2c-default"
-    proc = subprocess.run(variants.compile_argv(TABLE, "c2c", "default", KERNELS, out), capture_output=True, text=True)
-    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-    return out
+def binary(variant_builds):
+    return variant_builds.binary("c2c")
 
 
 def run(binary, *args, env=None):

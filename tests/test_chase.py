@@ -33,16 +33,9 @@ FAST = ["--ntimes", "3", "--chunk-ms", "2"]
 
 
 @pytest.fixture(scope="module")
-def bins(tmp_path_factory):
-    out = tmp_path_factory.mktemp("latency")
-    built = {}
-    for family in ("chase", "loaded"):
-        binary = out / f"{family}-default"
-        argv = variants.compile_argv(TABLE, family, "default", KERNELS, binary)
-        proc = subprocess.run(argv, capture_output=True, text=True)
-        assert proc.returncode == 0 and proc.stderr == "", f"{family}:\n{proc.stderr}"
-        built[family] = binary
-    return built
+def bins(variant_builds):
+    variant_builds.build([("chase", "default"), ("loaded", "default")])
+    return {family: variant_builds.binary(family) for family in ("chase", "loaded")}
 
 
 def run(binary, *args, timeout=120):

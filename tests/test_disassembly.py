@@ -26,7 +26,7 @@ from functools import lru_cache
 import pytest
 
 from membench.plan import variants
-from test_variants import OWN, TABLE, binary, build_all, op_nontemporal
+from test_variants import ALL, OWN, TABLE, binary, op_nontemporal
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["which", "objdump"], capture_output=True).returncode != 0,
@@ -45,8 +45,8 @@ SCALAR = re.compile(r"^v?(.*s[sd]|movq|movd|pinsr.|pextr.|cvt.*|u?comis[sd]|vbro
 
 
 @pytest.fixture(scope="module")
-def binaries(tmp_path_factory):
-    return build_all(tmp_path_factory)
+def binaries(variant_builds):
+    return variant_builds.build(ALL)
 
 
 @lru_cache(maxsize=None)

@@ -23,12 +23,8 @@ KEYS = {"name", "flag", "type", "metavar", "default", "min", "max", "help"}
 
 
 @pytest.fixture(scope="module")
-def chase_binary(tmp_path_factory):
-    out = tmp_path_factory.mktemp("list_options") / "chase-default"
-    proc = subprocess.run(variants.compile_argv(TABLE, "chase", "default", KERNELS, out),
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return out
+def chase_binary(variant_builds):
+    return variant_builds.binary("chase")
 
 
 def listing(binary):

@@ -85,14 +85,11 @@ REAL_RUNS = [
 
 
 @pytest.fixture(scope="module")
-def binaries(tmp_path_factory):
+def binaries(variant_builds):
     """The default variant of each family run below, built as the build rule builds it."""
-    folder, built = tmp_path_factory.mktemp("bin"), {}
-    for family in {run[0] for run in REAL_RUNS}:
-        built[family] = folder / f"{family}-default"
-        argv = variants.compile_argv(TABLE, family, "default", REPO / "kernels", built[family])
-        subprocess.run(argv, check=True, capture_output=True)
-    return built
+    families = sorted({run[0] for run in REAL_RUNS})
+    variant_builds.build([(family, "default") for family in families])
+    return {family: variant_builds.binary(family) for family in families}
 
 
 @pytest.mark.parametrize(("family", "args", "threads", "ops", "size"), REAL_RUNS, ids=lambda v: str(v))

@@ -14,11 +14,10 @@ import pandas as pd
 import pytest
 
 from membench.plan import checks as config_checks
-from membench.plan import variants
 from membench.analyse.injection import MIXES, injection_table, loaded_little_table
 from membench.findings.tables import tables_for
 
-from test_variants import KERNELS, TABLE
+from test_variants import TABLE
 
 MIB = 1 << 20
 TWO_CPUS = len(os.sched_getaffinity(0)) >= 2
@@ -27,16 +26,9 @@ STREAMS = {"r1w0": (1, 0), "r3w1": (3, 1), "r2w1": (2, 1), "r1w1": (1, 1), "r2w1
 
 
 @pytest.fixture(scope="module")
-def bins(tmp_path_factory):
-    out = tmp_path_factory.mktemp("mix")
-    built = {}
-    for family, variant in (("mix", "default"), ("loaded", "default")):
-        binary = out / f"{family}-{variant}"
-        proc = subprocess.run(variants.compile_argv(TABLE, family, variant, KERNELS, binary),
-                              capture_output=True, text=True)
-        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-        built[family] = binary
-    return built
+def bins(variant_builds):
+    variant_builds.build([("mix", "default"), ("loaded", "default")])
+    return {family: variant_builds.binary(family) for family in ("mix", "loaded")}
 
 
 def run(binary, *args):

@@ -5,15 +5,13 @@ variant table itself: McCalpin's ladder as in his post, the AVX2 / AVX-512
 ladders as copies of it, the optimisation level really being the variant's.
 
 All binaries are built once per session, in parallel, into a temporary folder
-(build_all, shared with test_disassembly.py).
+(conftest.VariantBuilds, shared with every test file that runs a binary).
 """
 
 import json
 import os
 import re
 import subprocess
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -34,32 +32,11 @@ OWN = [(f, v) for f, v in ALL if f in BANDWIDTH]
 TINY = ["--size", str(256 * 1024 + 3 * 8), "--ntimes", "3"]
 THREADS = ["--threads", str(min(2, len(os.sched_getaffinity(0))))]
 
-_lock = threading.Lock()
-_built: dict = {}
-
-
-def build_all(tmp_path_factory) -> dict:
-    """(family, variant) -> (binary path, returncode, compiler stderr), built
-    once per session with exactly the build rule's command."""
-    with _lock:
-        if not _built:
-            out = tmp_path_factory.mktemp("variants")
-
-            def one(fv):
-                family, variant = fv
-                binary = out / f"{family}-{variant}"
-                argv = variants.compile_argv(TABLE, family, variant, KERNELS, binary)
-                proc = subprocess.run(argv, capture_output=True, text=True)
-                return fv, (binary, proc.returncode, proc.stderr)
-
-            with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-                _built.update(pool.map(one, ALL))
-        return _built
-
-
 @pytest.fixture(scope="session")
-def binaries(tmp_path_factory):
-    return build_all(tmp_path_factory)
+def binaries(variant_builds):
+    """(family, variant) -> (binary path, returncode, compiler stderr) of
+    every variant, built once per session with the build rule's command."""
+    return variant_builds.build(ALL)
 
 
 def binary(binaries, family, variant):
