@@ -82,3 +82,23 @@ def test_estimate_says_what_each_experiment_measures_and_what_is_left():
 def test_a_chase_repetition_is_estimated_within_its_budget():
     chase = next(c for c in default_cells() if c.kernel == "chase")
     assert estimate.repetition_seconds(chase) <= latency_sweep.REPETITION_S + estimate.SECONDS_PER_REPETITION["chase"]
+
+
+def test_make_status_estimate_takes_the_seconds_stored_on_this_machine(tmp_path):
+    """What is left is costed at the family's stored seconds per repetition
+    (each run file's first start to last end), the model's without any."""
+    import json
+
+    cells = default_cells()
+    chase = [c for c in cells if c.kernel == "chase"]
+    runs = tmp_path / "results" / "box" / "runs" / chase[0].id
+    runs.mkdir(parents=True)
+    (runs / "r0.jsonl").write_text(json.dumps({"t_start": 100.0, "t_end": 150.0}) + "\n" + json.dumps({"t_start": 150.0, "t_end": 160.0}) + "\n")
+    spec = importlib.util.spec_from_file_location("study_estimate", REPO / "workflow" / "scripts" / "study_estimate.py")
+    study_estimate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study_estimate)
+    measured = study_estimate.stored_seconds(cells, tmp_path / "results", ["box"])
+    assert measured == {"chase": 60.0}
+    left = study_estimate.stored_left(cells, tmp_path / "results", ["box"])
+    plan = estimate.estimate(cells, cores=2, left=left, measured=measured)
+    assert plan.experiments["latency"] == (2, 5, 5 * 60.0) and "as stored on this machine for chase" in plan.basis

@@ -1,10 +1,13 @@
 """What `make run` will measure and about how long it will take on this
 machine, printed before it starts; with --left, what is still to measure
-(`make status`): the repetitions not stored yet under results/, by the
-same model (membench.plan.estimate)."""
+(`make status`): the repetitions not stored yet under results/, at the
+seconds per repetition stored so far for each family (the model's for a
+family with none yet: membench.plan.estimate)."""
 
 import argparse
+import json
 import os
+import statistics
 import sys
 from pathlib import Path
 
@@ -24,6 +27,22 @@ def stored_left(cells, results: Path, systems: list[str]) -> dict[str, int]:
     return left
 
 
+def stored_seconds(cells, results: Path, systems: list[str]) -> dict[str, float]:
+    """family -> the median seconds of its stored repetitions (each run
+    file's first start to last end), over every system."""
+    seconds: dict[str, list[float]] = {}
+    for cell in cells:
+        for system in systems:
+            for path in (results / system / "runs" / cell.id).glob("r*.jsonl"):
+                try:
+                    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+                    took = max(r["t_end"] for r in records) - min(r["t_start"] for r in records)
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
+                seconds.setdefault(cell.kernel, []).append(took)
+    return {family: statistics.median(values) for family, values in seconds.items()}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--configfile", default=str(REPO / "config" / "config.yaml"))
@@ -40,7 +59,8 @@ def main(argv=None) -> int:
     cores = len(os.sched_getaffinity(0)) if args.cores == "all" else int(args.cores)
     systems = grammar.system_names(config)
     left = stored_left(cells, Path(args.directory) / "results", systems) if args.left else None
-    plan = estimate.estimate(cells, cores, left)
+    measured = stored_seconds(cells, Path(args.directory) / "results", systems) if args.left else None
+    plan = estimate.estimate(cells, cores, left, measured=measured)
     heading = (
         f"Still to measure ({', '.join(systems)}), by the model:" if args.left
         else f"make run will measure {args.configfile} on {', '.join(systems)} ({cores} core{'s' * (cores != 1)}):"

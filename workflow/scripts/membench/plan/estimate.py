@@ -51,14 +51,19 @@ class Estimate:
     experiments: dict[str, tuple[int, int, float]]  # name -> (cells, repetitions, seconds)
     binaries: int
     phases: dict[str, float]  # install, compile, probe, rounds, report
+    basis: str = ""  # what the seconds per repetition come from
 
     @property
     def seconds(self) -> float:
         return sum(self.phases.values())
 
 
-def repetition_seconds(cell: Cell, llc_bytes: int | None = None) -> float:
-    """The model's seconds for one repetition of a cell."""
+def repetition_seconds(cell: Cell, measured: dict[str, float] | None = None) -> float:
+    """Seconds for one repetition of a cell: the median of this family's
+    stored repetitions on this machine when there are any (`measured`), else
+    the model's."""
+    if measured and cell.kernel in measured:
+        return measured[cell.kernel]
     base = SECONDS_PER_REPETITION.get(cell.kernel, DEFAULT_FAMILY_SECONDS)
     if cell.kernel == "chase":
         return min(base, latency_sweep.REPETITION_S + base / 3)
@@ -67,14 +72,17 @@ def repetition_seconds(cell: Cell, llc_bytes: int | None = None) -> float:
     return base
 
 
-def estimate(cells: list[Cell], cores: int, left: dict[str, int] | None = None, installed: bool = True) -> Estimate:
+def estimate(
+    cells: list[Cell], cores: int, left: dict[str, int] | None = None, installed: bool = True, measured: dict[str, float] | None = None
+) -> Estimate:
     """The run's estimate; `left`: cell id -> repetitions still to measure
-    (None: every repetition, as before a first run)."""
+    (None: every repetition, as before a first run); `measured`: family ->
+    seconds per repetition stored on this machine, which replace the model's."""
     experiments: dict[str, tuple[int, int, float]] = {}
     for cell in cells:
         reps = cell.repeats if left is None else left.get(cell.id, 0)
         n_cells, n_reps, seconds = experiments.get(cell.experiment, (0, 0, 0.0))
-        experiments[cell.experiment] = (n_cells + 1, n_reps + reps, seconds + reps * repetition_seconds(cell))
+        experiments[cell.experiment] = (n_cells + 1, n_reps + reps, seconds + reps * repetition_seconds(cell, measured))
     binaries = len(Counter((c.kernel, c.variant) for c in cells))
     rounds = sum(seconds for _, _, seconds in experiments.values())
     phases = {
@@ -84,7 +92,11 @@ def estimate(cells: list[Cell], cores: int, left: dict[str, int] | None = None, 
         "rounds": rounds,
         "report": REPORT_SECONDS,
     }
-    return Estimate(experiments, binaries, phases)
+    basis = (
+        f"seconds per repetition as stored on this machine for {', '.join(sorted(measured))}, the model's for the rest"
+        if measured else "a model, not a measurement (membench.plan.estimate): a busy machine takes longer"
+    ) + "; disturbed repetitions measured again add to it"
+    return Estimate(experiments, binaries, phases, basis)
 
 
 def duration(seconds: float) -> str:
@@ -102,6 +114,5 @@ def lines(plan: Estimate, heading: str) -> list[str]:
         if reps:
             out.append(f"  {name}: {cells} cell{'s' * (cells != 1)}, {reps} repetition{'s' * (reps != 1)}, about {duration(seconds)}")
     shown = ", ".join(f"{phase} {duration(s)}" for phase, s in plan.phases.items() if s)
-    out.append(f"  about {duration(plan.seconds)} in all ({shown}); a model, not a measurement (membench.plan.estimate): "
-               "a busy machine takes longer, and `make status` gives the measured pace once a round has ended")  # fmt: skip
+    out.append(f"  about {duration(plan.seconds)} in all ({shown}); {plan.basis}")
     return out
