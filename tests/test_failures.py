@@ -9,6 +9,7 @@ import hashlib
 import json
 import re
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -126,6 +127,27 @@ def test_a_disturbed_repetition_is_measured_again_with_the_default_retries(copy,
     assert any(any(c.startswith("switched out") for c in said) for said in causes), causes
     assert "disturbed 1 kept, 2 measured again" in out.stdout + out.stderr, tail(out, 40)
     assert (copy / "results" / "report.html").exists()
+
+
+def test_a_new_venv_path_measures_nothing(copy, venv_bin, tmp_path):
+    """docs/measurement-rules.md: after a new venv path the rounds run again
+    (their command names the interpreter) and keep every stored repetition.
+    The new venv is a real one elsewhere, its packages those of the running
+    one (a .pth line), so that only the path changes."""
+    venv = tmp_path / "elsewhere" / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    here = subprocess.run([str(venv_bin / "python"), "-c", "import site; print(site.getsitepackages()[0])"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    (site_packages,) = venv.glob("lib/python3*/site-packages")
+    (site_packages / "membench_test_packages.pth").write_text(here + "\n")
+    before = stored(copy)
+    out = subprocess.run([str(venv / "bin" / "python"), "-m", "snakemake", "--cores", "2", "--configfile", "tiny.yaml"],
+                         cwd=copy, capture_output=True, text=True, timeout=600)  # fmt: skip
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, tail(out, 40)
+    rounds = re.findall(r"round \d+ done: (\d+) measured, (\d+) kept", text)
+    assert rounds and all(measured == "0" for measured, _ in rounds) and sum(int(k) for _, k in rounds) == 2, rounds
+    assert stored(copy) == before, "no stored repetition touched"
 
 
 def test_undoing_an_edit_brings_the_earlier_files_back(copy, venv_bin):
