@@ -284,3 +284,28 @@ def test_a_machine_of_no_known_generation_gets_the_nearest_few_said_as_other_mac
     assert 1 <= len(found) <= atlas.NEAREST and all(r["match"] == "another machine" for r in found)
     ratios = [abs(math.log(r["ratio"])) for r in found]
     assert ratios == sorted(ratios)
+
+
+def test_c2c_runs_stored_before_op_dirty_are_read_with_their_ops(tmp_path):
+    """xeon16's c2c files hold cas, two_line and clean: measured before the
+    family gained dirty, they are read with the ops they have (figures-only
+    shows them), while a file cut short of an op is still refused."""
+    from membench.store import stored
+
+    data = SHARED / "xeon16"
+    if not data.is_dir():
+        pytest.skip(f"{data} not here")
+    config, cells = checks.load(yaml.safe_load((data / "config.yaml").read_text()), REPO / "workflow/schemas/config.schema.yaml", VARIANTS)
+    expected = stored.Expected(cells, VARIANTS)
+    folder = tmp_path / "results" / "vm" / "runs"
+    import shutil
+
+    shutil.copytree(data / "runs" / "cache_to_cache", folder / "cache_to_cache")
+    files = sorted(folder.glob("**/r*.jsonl"))
+    assert files
+    for path in files:
+        records = [(i + 1, json.loads(line)) for i, line in enumerate(path.read_text().splitlines())]
+        assert stored.consistency_problems(str(path), records, expected) == [], path
+        cut = [r for r in records if r[1].get("op") != "clean"]
+        if len(cut) < len(records):
+            assert stored.consistency_problems(str(path), cut, expected), path  # two ops of three: cut, said

@@ -179,6 +179,21 @@ def _knobs(cell: Cell) -> tuple:
     return knobs + (LOADED_KNOBS if applies("load_delay", cell.kernel) else ())
 
 
+def earlier_ops(request: dict, records: list[tuple[int, dict]]) -> dict:
+    """The request a file was measured for when its family has gained an
+    op since (c2c's dirty): the same knobs with only the ops its records
+    hold, in the request's order, where that request's digest is the one
+    the records state; else the request unchanged. Such a file is shown
+    with the ops it has; a run measures the cell again for the new op,
+    since its digest is not the config's."""
+    ops = {record.get("op") for _, record in records}
+    stated = {record.get("request_digest") for _, record in records}
+    if not ops < set(request["ops"]) or len(stated) != 1:
+        return request
+    fewer = {**request, "ops": [op for op in request["ops"] if op in ops]}
+    return fewer if rounds.digest(fewer) in stated else request
+
+
 def consistency_problems(path: str, records: list[tuple[int, dict]], expected: Expected | None,
                          whole: bool = True) -> list[str]:
     """A record must match the path it is stored under (system, experiment,
@@ -191,6 +206,7 @@ def consistency_problems(path: str, records: list[tuple[int, dict]], expected: E
         return [f"{path}: not a repetition file path (results/<system>/runs/<experiment>/<kernel>-<variant>/<axes>/r<k>.jsonl)"]
     cell = expected.cell_of(path, where["cell"]) if expected else None
     request = expected.request(cell, where["system"], where["repeat"]) if cell else None
+    request = earlier_ops(request, records) if request else None
     want_digest = rounds.digest(request) if request else None
     problems = []
     for number, record in records:
