@@ -350,6 +350,7 @@ workflow.localrules(
         for name in (
             "collect_runs",
             "analyse_measurements",
+            "find_answers",
             "plot_figure",
             "render_report",
         )
