@@ -8,7 +8,7 @@ from __future__ import annotations
 from membench.figures.style import plt
 import pandas as pd
 
-from membench.analyse.caches import IN_CACHE, MARK, in_cache
+from membench.analyse.caches import MARK, in_cache
 from membench.analyse.stats import add_series
 from membench.core.paths import VARIANTS_FILE
 from membench.plan import variants
@@ -66,8 +66,8 @@ def size_svg(cells: pd.DataFrame, name: str, peaks: list[tuple[float, str]] = ()
         part = part.sort_values("size_bytes")
         line = ax.errorbar(part["size_bytes"], part["gbps_mean"], yerr=part["gbps_std"].fillna(0), marker="o", ms=4, capsize=3, label=curve)
         ax.fill_between(part["size_bytes"], part["gbps_min"], part["gbps_max"], color=line[0].get_color(), alpha=0.15, lw=0)
-        inside = part[in_cache(part)]
-        for x, y, where in zip(inside["size_bytes"], inside["gbps_mean"], inside["cache"]):  # a cache, not memory: said at the point
+        inside = part[in_cache(part)]  # none where the cells were not judged (no cache column)
+        for x, y, where in zip(inside["size_bytes"], inside["gbps_mean"], inside.get("cache", [])):  # a cache, not memory: said at the point
             ax.annotate(f"{MARK} {where}", (x, y), textcoords="offset points", xytext=(4, 6), fontsize="small")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("bytes per array (log scale)")
