@@ -342,7 +342,7 @@ def report_figures():
 # On a cluster (profiles/slurm) the light end of the pipeline runs in the
 # submitting Snakemake: seconds of work each, not four queue waits in a row.
 # Named as the rules are named here: as a module of another workflow
-# (`use rule * from membench as membench_*`) a plain `localrules:` names
+# (`use rule * from membench as membench_*`) a plain localrules directive names
 # rules that are not there, and Snakemake warns.
 workflow.localrules(
     *(
