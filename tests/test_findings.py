@@ -309,3 +309,24 @@ def test_c2c_runs_stored_before_op_dirty_are_read_with_their_ops(tmp_path):
         cut = [r for r in records if r[1].get("op") != "clean"]
         if len(cut) < len(records):
             assert stored.consistency_problems(str(path), cut, expected), path  # two ops of three: cut, said
+
+
+def test_a_node_matrix_answers_remote_against_local():
+    """A chase node x node matrix on the 2-node synthetic machine, remote
+    pairs planted 1.6 x local ones: the finding says so with its interval."""
+    rows = []
+    for cpu_node in (0, 1):
+        for memory_node in (0, 1):
+            ns = 90.0 * (1.6 if cpu_node != memory_node else 1.0)
+            for repeat in range(3):
+                for ws in (2**20, 2**30):
+                    rows.append(base("latency_matrix", "chase", f"n{cpu_node}m{memory_node}", repeat, op="random",
+                                     affinity=f"node:{cpu_node}", policy_requested=f"bind:{memory_node}", policy=f"bind:{memory_node}",
+                                     working_set_bytes=ws, size_bytes=ws, chase_group_requested=262144,
+                                     ns_per_load=(ns if ws == 2**30 else 4.0) * (1 + 0.01 * repeat)))  # fmt: skip
+    config = {"experiments": {"latency_matrix": {"kernel": "chase", "affinity": ["node:each"], "policy": ["bind:each"]}}}
+    findings = derive_from(config, pd.DataFrame(rows))["findings"]["findings"]
+    (latency,) = findings
+    ratio = next(d for d in latency["details"] if d["label"].startswith("remote pairs against local"))
+    assert ratio["value"] == pytest.approx(1.6, rel=0.02) and ratio["decided"]
+    assert "remote against local +60 %" in latency["text"]

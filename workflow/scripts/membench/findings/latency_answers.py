@@ -22,6 +22,12 @@ def _placed(runs: pd.DataFrame) -> pd.Series:
     return pd.Series([placement_key(p, a) for p, a in zip(runs["policy_requested"], runs["affinity"])], index=runs.index)
 
 
+def _pair_is_local(placement: str) -> bool:
+    """"bind:1 from node:1" (memory on the CPUs' own node) is local."""
+    memory, _, cpus = placement.partition(" from node:")
+    return memory.split(":")[-1] == cpus
+
+
 def idle_runs(runs: pd.DataFrame, latency: pd.Series) -> pd.Series:
     """The repetitions behind one idle latency: the random chase at its
     working set, pages and placement."""
@@ -56,6 +62,13 @@ def latency_answer(runs: pd.DataFrame, latencies: pd.DataFrame, levels: dict | N
             if other != "local" and ("local", pages[0]) in by_key and (other, pages[0]) in by_key:
                 result = evidence.effect(by_key[("local", pages[0])], by_key[(other, pages[0])])
                 details.append(detail(f"{other} against local, {pages[0]} pages", result, []))
+    pairs = {key: values for key, values in by_key.items() if " from node:" in key[0]}
+    if pairs:  # a node x node matrix: remote pairs against local ones, pooled over the pairs
+        local = [v for (placement, _), v in pairs.items() if _pair_is_local(placement)]
+        remote = [v for (placement, _), v in pairs.items() if not _pair_is_local(placement)]
+        if local and remote:
+            result = evidence.effect(pd.concat(local), pd.concat(remote))
+            details.append(detail(f"remote pairs against local pairs ({len(remote)} and {len(local)})", result, []))
     hierarchy = []
     for row in (levels or {}).get("rows", []):
         one = row["per_pages"].get(pages[0]) if pages else None
@@ -65,6 +78,9 @@ def latency_answer(runs: pd.DataFrame, latencies: pd.DataFrame, levels: dict | N
                             "interval": None, "interval_kind": None, "decided": False, "status": "derived",
                             "cells": [], "text": f"{row['level']}: {one['ns']:.1f} ns (plateau median, {pages[0]} pages)"})  # fmt: skip
     text = main["text"] if main else "no idle latency past the caches"  # the hierarchy is its own first-screen row
+    ratio = next((d for d in details if d["label"].startswith(("remote against local", "remote pairs against local"))), None)
+    if ratio is not None:
+        text += f"; remote against local {evidence.change_text(ratio)}"
     return finding("aws-latency", main, details, text)
 
 

@@ -142,7 +142,7 @@ def aws_latency(paper: dict, finding: dict, levels: dict | None) -> list[dict]:
         rows.append(_row(paper, "local memory latency", local["value"], "ns", [local], finding.get("value"),
                          "absolute: a 2016 Xeon server against this machine"))  # fmt: skip
     if local and remote:
-        ratio = _detail(finding, lambda d: d["label"].startswith("remote against local"))
+        ratio = _detail(finding, lambda d: d["label"].startswith(("remote against local", "remote pairs against local")))
         rows.append(_row(paper, "remote / local memory latency", remote["value"] / local["value"], "x", [local, remote],
                          None if ratio is None else ratio["value"], "" if ratio else "here: one node, no remote memory"))  # fmt: skip
     return rows
