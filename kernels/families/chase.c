@@ -150,6 +150,7 @@ typedef struct sweep {
     int judge, nok;
     double lines[CHASE_MAX_POINTS], ns[CHASE_MAX_POINTS];
     long long t0;    /* when op random's first point began */
+    double last_s;   /* the seconds of the point just measured */
     const char *end; /* why the sweep ended (chase_sweep.h), NULL while it goes on */
 } sweep_t;
 
@@ -226,7 +227,8 @@ static double measure_point(sweep_t *sw, const mb_kernel_t *k, int w)
         mb_point_null(&pt, "timed_loads");
         fprintf(stderr, "chase %-6s %12zu bytes: %s\n", k->op, wsz, pt.reason);
     }
-    mb_point_dbl(&pt, "point_seconds", (double)(mb_clock_ns(CLOCK_MONOTONIC) - tb) * 1e-9);
+    sw->last_s = (double)(mb_clock_ns(CLOCK_MONOTONIC) - tb) * 1e-9;
+    mb_point_dbl(&pt, "point_seconds", sw->last_s);
     mb_point_int(&pt, "working_set_bytes", (long long)wsz);
     mb_point_int(&pt, "cycle_length", (long long)n);
     mb_point_int(&pt, "line_bytes", (long long)sw->line);
@@ -286,7 +288,10 @@ static const char *judge_point(sweep_t *sw, int w, double ns)
     }
     if (w == sw->nws - 1)
         return MB_SWEEP_END_SIZE;
-    if ((double)(mb_clock_ns(CLOCK_MONOTONIC) - sw->t0) * 1e-9 >= MB_SWEEP_REPETITION_S)
+    /* the next point costs about this one's seconds scaled by its size (a
+     * walk visits every slot): none is started that would end past the budget */
+    double next_s = sw->last_s * (double)sw->ws[w + 1] / (double)sw->ws[w];
+    if ((double)(mb_clock_ns(CLOCK_MONOTONIC) - sw->t0) * 1e-9 + next_s >= MB_SWEEP_REPETITION_S)
         return MB_SWEEP_END_BUDGET;
     return NULL;
 }
