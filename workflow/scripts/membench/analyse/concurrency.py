@@ -134,7 +134,7 @@ def _one_per_placement(cells: pd.DataFrame, choose: str, by: str, size: str) -> 
             "ns": chosen["ns_median"],
             "ns_min": chosen["ns_min"],
             "ns_max": chosen["ns_max"],
-            "runs": chosen["n_ok"],
+            "runs": chosen["n_used"] if "n_used" in chosen else chosen["n_ok"],  # the runs the number is over
             "working_set_bytes": chosen[size],
             "source": chosen["cell"],
         }
@@ -268,7 +268,7 @@ def _past_llc_medians(latencies: pd.DataFrame, cells: pd.DataFrame, llc_bytes: d
                      & (chase["spacing"] == latency["spacing"])]  # fmt: skip
         lines = same["working_set_bytes"].map(lambda ws: touched_lines(ws, latency["spacing"], line_bytes.get(latency["system"], 64)))
         curve = pd.DataFrame({"lines": lines, "ns": same["ns_median"], "low": same["ns_min"], "high": same["ns_max"],
-                              "runs": same["n_ok"]}).groupby("lines").median()  # fmt: skip
+                              "runs": same["n_used"] if "n_used" in same else same["n_ok"]}).groupby("lines").median()  # fmt: skip
         found = memory_latency(pd.Series(curve.index), curve["ns"], llc)
         if found is None:
             continue

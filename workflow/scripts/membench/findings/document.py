@@ -84,7 +84,9 @@ def experiment_finding(name: str, spec: dict, system: str, cells, runs, modes, d
     here = runs[(runs["experiment"] == name) & (runs["system"] == system)] if not runs.empty else runs
     mine_modes = modes[(modes["experiment"] == name) & (modes["system"] == system)] if modes is not None and not modes.empty else None
     ec = derived["ec"]
-    if here.empty and not mine.empty and (mine["n_ok"] > 0).any():
+    if not mine.empty and not (mine["n_ok"] > 0).any():
+        found = answers.finding(traits.paper, None, [], "nothing measured: every cell skipped or failed (Skipped and failed says why)")
+    elif here.empty and not mine.empty and (mine["n_ok"] > 0).any():
         ok = int(mine["n_ok"].sum())
         found = answers.finding(traits.paper, None, [], f"every one of its {ok} ok runs was disturbed: no answer from this sitting")
     elif traits.bandwidth:

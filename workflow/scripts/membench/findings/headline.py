@@ -68,7 +68,7 @@ def _bandwidth_entry(row: pd.Series) -> dict:
         "affinity": row["affinity"],
         "pages": row["pages"],
         "placement": _placement_text(row),
-        "runs": int(row["n_ok"]),
+        "runs": int(row["n_used"]) if "n_used" in row and row["n_used"] == row["n_used"] else int(row["n_ok"]),
         "link": experiment_anchor(row["experiment"]),
         "cell": row["cell"],
     }
