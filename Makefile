@@ -110,7 +110,7 @@ bench: system-deps bench-deps $(STAMP)
 # Two result sets, matched cell by cell (README, "Comparing two result
 # sets"): make compare BASE=runA NEW=runB [OUT=compare] [THRESHOLD=2]
 # [IGNORE=pages] [KEEP_DISTURBED=1]; a side may be DIR:SYSTEM. Exit code 0: no cell worse,
-# 1: a cell worse, 2: bad input, also through make: a recipe's failure
+# 1: a gate row worse, 2: bad input, 3: nothing decided (said in one line), also through make: a recipe's failure
 # is always 2 to make, so the comparison runs while make reads this file
 # and a 1 puts make in question mode (-q) with compare not up to date,
 # which is make's own exit code 1.
@@ -140,6 +140,8 @@ COMPARE_RC := $(shell \
   ) >&2; echo $$?)
 ifeq ($(COMPARE_RC),1)
 MAKEFLAGS += -q
+else ifeq ($(COMPARE_RC),3)
+$(error make compare: nothing decided: no gate row (findings.json's numbers) has 2 undisturbed runs a side (compare_results.py exit 3))
 else ifneq ($(COMPARE_RC),0)
 $(error make compare: exit code $(COMPARE_RC) (bad input, said above))
 endif
