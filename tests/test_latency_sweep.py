@@ -140,3 +140,16 @@ def test_dev16_memory_row_as_the_rule_stops_its_sweep(c_stop, pages):
         return rows["memory"]["per_pages"][pages]["ns"]
 
     assert row(n) == pytest.approx(row(len(ns)), rel=0.03)
+
+
+def test_a_sweep_point_with_no_number_leaves_the_memory_row_standing():
+    """A working set whose every run was disturbed has no ns (NaN): the
+    curve goes on without it, so sweeps that end at different sizes (the
+    budget on a busy machine) still give the memory row."""
+    lines, ns = planted(caches_end=LLC // 4)
+    holed = ns.copy()
+    holed[-2:] = np.nan  # every run disturbed at the two largest (8 x, 16 x the LLC)
+    holed[-4] = np.nan
+    whole = memory_row(lines, ns)
+    assert whole["ns"] == pytest.approx(100, rel=0.03)
+    assert memory_row(lines, holed)["ns"] == pytest.approx(whole["ns"], rel=0.03)

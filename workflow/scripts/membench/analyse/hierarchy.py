@@ -295,7 +295,7 @@ def policy_memory_rows(cells: pd.DataFrame, system: str, levels: list[tuple[str,
         mine = chase[chase["policy_requested"] == policy]
         for pages, points in mine.groupby("pages", sort=False):
             spacing = points["chase_spacing_requested"].iloc[0] if "chase_spacing_requested" in points else None
-            curve = points.groupby("working_set_bytes")["ns_median"].median()
+            curve = points.groupby("working_set_bytes")["ns_median"].median().dropna()  # a point whose every run was disturbed has no number
             lines = touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
             found = plateaus(lines.values, curve.values)
             memory = memory_plateau(found, levels)
@@ -346,7 +346,7 @@ def hierarchy(
         for page in pages:
             points = mine[mine["pages"] == page]
             spacing = points["chase_spacing_requested"].iloc[0] if "chase_spacing_requested" in points else None
-            curve = points.groupby("working_set_bytes")["ns_median"].median()
+            curve = points.groupby("working_set_bytes")["ns_median"].median().dropna()  # a point whose every run was disturbed has no number
             lines = touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
             found = plateaus(lines.values, curve.values)
             named = name_plateaus(found, levels)
