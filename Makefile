@@ -66,9 +66,9 @@ INSTALL_TIME = $$([ -f $(VENV)/.install_seconds ] && echo --install-seconds $$(c
 run: SHELL := /bin/bash
 run: .SHELLFLAGS := -o pipefail -c
 run: config-exists system-deps $(STAMP)
-	@$(BIN)/python workflow/scripts/study_estimate.py --configfile $(CONFIG) --cores $(CORES)
+	@$(BIN)/python workflow/scripts/study_estimate.py --configfile $(call quote,$(CONFIG)) --cores $(CORES) --directory $(call quote,$(RUN_DIR))
 	@env --default-signal=INT,QUIT,TERM $(BIN)/snakemake --cores $(CORES) $(RUN_ARGS) $(TERMINAL); rc=$$?; \
-	  $(BIN)/python workflow/scripts/time_breakdown.py $(INSTALL_TIME); exit $$rc
+	  $(BIN)/python workflow/scripts/time_breakdown.py --directory $(call quote,$(RUN_DIR)) $(INSTALL_TIME); exit $$rc
 	@$(BIN)/python workflow/scripts/print_findings.py $(call quote,$(RUN_DIR)/results/summary/findings.json) --report $(call quote,$(abspath $(RUN_DIR)/results/report.html))
 
 # The findings summary of stored results again (README, "Findings"), then the report's path.
@@ -81,8 +81,8 @@ config-exists:
 
 # Progress of a run (also while it goes on): repetitions stored, time left.
 status: $(STAMP)
-	$(BIN)/python workflow/scripts/study_status.py --configfile $(CONFIG)
-	@$(BIN)/python workflow/scripts/study_estimate.py --left --configfile $(CONFIG) --cores $(CORES)
+	@$(BIN)/python workflow/scripts/study_status.py --configfile $(CONFIG) --directory $(call quote,$(RUN_DIR))
+	@$(BIN)/python workflow/scripts/study_estimate.py --left --configfile $(CONFIG) --cores $(CORES) --directory $(call quote,$(RUN_DIR))
 
 # What a run would measure, and why (new cells, a knob changed), before it runs.
 plan: config-exists $(STAMP)
