@@ -81,7 +81,8 @@ def test_only_real_changes_measure_again_and_nothing_stored_is_overwritten(tmp_p
     assert snakemake(venv_bin, moved, *MEASURE)[:2] == (2, 4)
     now = runs(moved)
     assert {f: now[f] for f in stored if f.startswith("k/")} == {f: v for f, v in stored.items() if f.startswith("k/")}
-    aside = runs(moved, "superseded")
+    # a try the disturbed rule set aside (superseded/disturbed/, a busy machine) is no change of the request
+    aside = {f: v for f, v in runs(moved, "superseded").items() if not f.startswith("disturbed/")}
     assert sorted(f.split("/", 1)[1] for f in aside) == sorted(f for f in stored if f.startswith("x/"))
     assert all(f.startswith("binary-") for f in aside) and all(aside[f] == stored[f.split("/", 1)[1]] for f in aside)
 
