@@ -296,12 +296,20 @@ def policy_memory_rows(cells: pd.DataFrame, system: str, levels: list[tuple[str,
         for pages, points in mine.groupby("pages", sort=False):
             spacing = points["chase_spacing_requested"].iloc[0] if "chase_spacing_requested" in points else None
             curve = points.groupby("working_set_bytes")["ns_median"].median().dropna()  # a point whose every run was disturbed has no number
+            if curve.empty:  # every point of this page size disturbed: its column reads "not found"
+                continue
             lines = touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
             found = plateaus(lines.values, curve.values)
             memory = memory_plateau(found, levels)
-            text = memory_derivation(memory, llc, int(lines.max()), None, " of lines" if lines.ne(curve.index.to_series()).any() else "")
+            text = memory_derivation(memory, llc, _largest(lines), None, " of lines" if lines.ne(curve.index.to_series()).any() else "")
             rows.setdefault(level, {})[pages] = {"ns": memory.ns if memory else None, "derivation": f"policy {policy}: {text}"}
     return rows
+
+
+def _largest(lines: pd.Series) -> int | None:
+    """The sweep's largest point in lines; None when no point has a value
+    (every repetition of the curve disturbed)."""
+    return int(lines.max()) if len(lines) and lines.notna().any() else None
 
 
 def _cycles(ns: float | None, ghz: float | None) -> float | None:
@@ -347,6 +355,8 @@ def hierarchy(
             points = mine[mine["pages"] == page]
             spacing = points["chase_spacing_requested"].iloc[0] if "chase_spacing_requested" in points else None
             curve = points.groupby("working_set_bytes")["ns_median"].median().dropna()  # a point whose every run was disturbed has no number
+            if curve.empty:  # every point of this page size disturbed: its column reads "not found"
+                continue
             lines = touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
             found = plateaus(lines.values, curve.values)
             named = name_plateaus(found, levels)
@@ -367,15 +377,15 @@ def hierarchy(
                     ns, text = past_llc["ns"], memory_latency_text(past_llc, llc, llc_plateau.ns if llc_plateau else None) + note
                 elif name == MEMORY:
                     before = found[found.index(plateau) - 1] if plateau is not None and found.index(plateau) > 0 else None
-                    text = memory_derivation(plateau, llc, int(lines.max()), before, note, held)
+                    text = memory_derivation(plateau, llc, _largest(lines), before, note, held)
                 else:
-                    text = derivation(name, plateau, sizes, int(lines.max()), note)
+                    text = derivation(name, plateau, sizes, _largest(lines), note)
                 row["per_pages"][page] = {
                     "ns": ns,
                     "cycles": _cycles(ns, clock["ghz"]),
                     "derivation": text,
-                    **({"flag": memory_reach(int(lines.max()), llc, held), "largest_lines": int(lines.max()),
-                        "reached": ns is not None or not llc or int(lines.max()) > llc} if name == MEMORY else {}),
+                    **({"flag": memory_reach(_largest(lines), llc, held), "largest_lines": _largest(lines),
+                        "reached": ns is not None or not llc or _largest(lines) > llc} if name == MEMORY else {}),
                 }  # fmt: skip
         matrix_rows = matrix_memory_rows(cells, system)
         for level, per_pages in policy_memory_rows(cells, system, levels, line_bytes).items():
