@@ -101,18 +101,12 @@ class _StudentT:
         return special.stdtrit(df, q)
 
 
-class _FastStats:
-    t = _StudentT
-
-    def __getattr__(self, name):
-        return getattr(sps, name)
-
-
 @pytest.fixture
-def fast_t(monkeypatch):
-    """The verdict code as it is, its Student t through _StudentT: the rate
-    tests decide tens of thousands of rows."""
-    monkeypatch.setattr(row_verdicts, "sps", _FastStats())
+def fast_t():
+    """The verdict code computes Student's t through scipy.special itself
+    now (membench.compare.verdicts; test_fast_t_is_scipys_t holds that it is
+    scipy.stats.t): the rate tests use it as it is."""
+    yield
 
 
 def test_fast_t_is_scipys_t():

@@ -50,7 +50,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats as sps
+from scipy import special  # Student's t by its special functions: the same values, ~50x faster a call than scipy.stats.t
 
 REALISTIC = 60  # repetitions per side beyond which no count is suggested
 MAX_LOG_HALF_WIDTH = math.log(10)  # an interval wider than 10x either way is not shown
@@ -87,7 +87,7 @@ def edge_p(d: float, se: float, df: float, threshold: float) -> float:
         return 1.0
     if se == 0:
         return 0.0 if d < low or d > high else 1.0
-    return min(1.0, 2 * min(float(sps.t.cdf((d - low) / se, df)), float(sps.t.sf((d - high) / se, df))))
+    return min(1.0, 2 * min(float(special.stdtr(df, (d - low) / se)), float(special.stdtr(df, -(d - high) / se))))
 
 
 def holm_level(p_values: list[float], alpha: float) -> tuple[float, int]:
@@ -107,7 +107,7 @@ def interval(d: float, se: float, df: float, level: float) -> tuple[float, float
         return -math.inf, math.inf
     if se == 0:
         return d, d
-    half = float(sps.t.ppf(1 - (1 - level) / 2, df)) * se
+    half = float(special.stdtrit(df, 1 - (1 - level) / 2)) * se
     return d - half, d + half
 
 
@@ -132,7 +132,7 @@ def repetitions_needed(d: float, spread: float, n: int, level: float, threshold:
     k = np.arange(max(n + 1, 2), REALISTIC + 1)
     if not len(k):
         return None
-    width = sps.t.ppf(1 - (1 - level) / 2, k - 1) + sps.t.ppf(POWER, k - 1)
+    width = special.stdtrit(k - 1, 1 - (1 - level) / 2) + special.stdtrit(k - 1, POWER)
     deciding = k[width * spread * np.sqrt(2 / k) < distance]
     return int(deciding[0]) if len(deciding) else None
 
