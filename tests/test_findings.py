@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO / "tools"))
 
 from membench.analyse import stats  # noqa: E402
 from membench.core.text import number  # noqa: E402
-from membench.findings import document, evidence, papers  # noqa: E402
+from membench.findings import document, evidence  # noqa: E402
 from membench.plan import checks, families, grammar, variants  # noqa: E402
 from membench.report import terminal  # noqa: E402
 from membench.store import collect  # noqa: E402

@@ -194,7 +194,7 @@ def feature_answer(cells: pd.DataFrame, runs: pd.DataFrame, ec: pd.DataFrame) ->
     """McCalpin: what each feature bought, as ratios between the versions
     that differ by it alone; the effective concurrency of the best and
     the worst version."""
-    column, unit = metric_of("readonly")
+    column, _ = metric_of("readonly")
     features = [f for f in FEATURES if f in cells]
     versions = cells.drop_duplicates("variant").set_index("variant")
     details = []
