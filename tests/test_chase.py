@@ -213,7 +213,7 @@ def test_records_follow_the_contract(bins):
         assert r["chunks_near_best"] == sum(t <= 1.03 * best for t in r["seconds"]) >= 1
         assert r["ns_per_load"] == pytest.approx(best / r["loads"] * 1e9, rel=1e-9)
         check_statistic(r)
-        assert min(r["seconds"]) >= 0.002 * 0.5  # chunks of ~--chunk-ms
+        assert min(r["seconds"]) >= 0.002 * 0.25  # chunks of ~--chunk-ms (sized from a first walk; a warm cache halves one)
         assert r["line_bytes"] in (64, 128) and r["seed"] == 20240601
         if platform.machine() == "x86_64":  # the measured clock of the chasing CPU
             assert 0.2 < r["core_ghz"] < 10
