@@ -4,9 +4,10 @@ bandwidth as a share of it.
 Sources, the first that says something wins, and the source is always
 named: the config (`systems.<name>.peak`: channels x MT/s x bytes per
 transfer per socket, or `socket_gbps` directly; optionally the interconnect
-per link and direction), then the probe (environment.json `memory_peak`,
-from `dmidecode -t memory`, membench.probe.dmidecode). Neither: the peak is
-unknown, and no line is drawn nor share invented.
+per link and direction), then the probe (environment.json `memory_peak`:
+`dmidecode -t memory`, membench.probe.dmidecode; on Arm, or the SoC's row
+of references/soc_memory.yaml, membench.probe.soc_memory). Neither: the
+peak is unknown, and no line is drawn nor share invented.
 
 The rule of a cell's peak: local and interleaved traffic against the memory
 peak of the NUMA nodes holding its pages, which is bound by the node that
@@ -38,6 +39,18 @@ def _cpu_nodes(topology: dict) -> int:
     return max(1, sum(1 for node in topology.get("nodes", []) if node.get("cpus")))
 
 
+def _soc_derivation(found: dict) -> str:
+    """How a per-SoC table peak was reached (membench.probe.soc_memory), with its sources."""
+    sockets, per_socket = len(found["socket_gbps"]), found["socket_gbps"][0]
+    if "stated" in found:
+        how = f"{found['stated']}: {per_socket:g} GB/s per socket"
+    else:
+        how = (f"{found['channels_per_socket'][0]} channels × {found['mts'][0]} MT/s × "
+               f"{found['bytes_per_transfer'][0]} B = {per_socket:.1f} GB/s per socket")  # fmt: skip
+    return (f"{found['soc']} ({found['matched']}; {found['memory']}): {how}, {sockets} socket{'s' * (sockets != 1)}; "
+            f"sources: {', '.join(found.get('sources', []))}")  # fmt: skip
+
+
 def system_peak(name: str, settings: dict | None, topology: dict, environment: dict) -> dict:
     """One system's peak: config first, then the probe; or unknown, and why."""
     nodes = _cpu_nodes(topology)
@@ -65,8 +78,13 @@ def system_peak(name: str, settings: dict | None, topology: dict, environment: d
     if not probed.get("known"):
         return {**out, "known": False, "source": None, "reason": f"{probed['reason']}; not stated in the config"}
     sockets = len(probed["socket_gbps"])
+    per_socket = probed["socket_gbps"][0] if sockets == 1 else max(probed["socket_gbps"])
+    if probed.get("soc"):  # Arm: the SoC's row of references/soc_memory.yaml
+        return {**out, "known": True, "source": f"probe (per-SoC table: {probed['soc']})", "socket_gbps": per_socket,
+                "sockets": sockets, "total_gbps": probed["total_gbps"], "node_gbps": probed["total_gbps"] / nodes,
+                "derivation": _soc_derivation(probed), "caveats": probed.get("caveats", [])}  # fmt: skip
     rates = "/".join(map(str, probed["mts"]))
-    return {**out, "known": True, "source": "probe (dmidecode -t memory)", "socket_gbps": probed["socket_gbps"][0] if sockets == 1 else max(probed["socket_gbps"]),
+    return {**out, "known": True, "source": "probe (dmidecode -t memory)", "socket_gbps": per_socket,
             "sockets": sockets, "total_gbps": probed["total_gbps"], "node_gbps": probed["total_gbps"] / nodes,
             "derivation": f"{probed['channels']} populated channels ({'+'.join(map(str, probed['channels_per_socket']))} per socket) × "
                           f"{rates} MT/s × {'/'.join(map(str, probed['bytes_per_transfer']))} B = {probed['total_gbps']:.1f} GB/s, "

@@ -44,6 +44,18 @@ def read_arm_cpu(cpuinfo: str) -> dict | None:
     }
 
 
+def midr_core(root: Path) -> tuple[int, int] | None:
+    """(implementer, part) of cpu0 from sysfs's MIDR_EL1 copy
+    (sys/devices/system/cpu/cpu0/regs/identification/midr_el1: implementer
+    in bits 31-24, part in 15-4), for a cpuinfo that lacks the MIDR fields;
+    None where the file is not there."""
+    try:
+        midr = int((root / "sys/devices/system/cpu/cpu0/regs/identification/midr_el1").read_text().strip(), 16)
+    except (OSError, ValueError):
+        return None
+    return (midr >> 24) & 0xFF, (midr >> 4) & 0xFFF
+
+
 def sve_vector_bits(root: Path, features: list[str]) -> int | str:
     """SVE's vector length in bits: 0 without SVE; the kernel's default
     length (bytes in /proc/sys/abi/sve_default_vector_length) where SVE is

@@ -18,6 +18,7 @@ from pathlib import Path
 from membench.probe.arm_cpu import page_sizes, read_arm_cpu, sve_vector_bits
 from membench.probe.prefetchers import prefetcher_state
 from membench.probe.dmidecode import probe_peak
+from membench.probe.soc_memory import choose_peak
 from membench.core.atomic_files import write_text_atomic
 
 
@@ -342,11 +343,12 @@ def write_probe(root: str, topology_out: str, environment_out: str) -> None:
     topology = read_topology(Path(root))
     environment = read_environment(Path(root))
     # The theoretical peak the firmware states (membench.analyse.peak); a captured
-    # tree has no firmware to ask.
-    environment["memory_peak"] = (
+    # tree has no firmware to ask. On Arm, else the SoC's row of the maker's numbers.
+    smbios = (
         probe_peak(topology["packages"])
         if Path(root) == Path("/")
         else {"known": False, "reason": f"not probed: {root} is a captured tree, not this machine"}
     )
+    environment["memory_peak"] = choose_peak(Path(root), topology["packages"], smbios)
     write_text_atomic(Path(topology_out), json.dumps(topology, indent=1) + "\n")
     write_text_atomic(Path(environment_out), json.dumps(environment, indent=1) + "\n")
