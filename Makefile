@@ -88,6 +88,13 @@ status: $(STAMP)
 plan: config-exists $(STAMP)
 	@$(BIN)/python workflow/scripts/study_plan.py --configfile $(CONFIG) --directory $(call quote,$(RUN_DIR))
 
+# A failed repetition (a killed harness) stays stored as failed; this moves
+# each aside, kept (results/<system>/superseded/failed/), so that the next
+# make run measures them again (docs/results-layout.md, "Measure again").
+.PHONY: remeasure-failed
+remeasure-failed: $(STAMP)
+	@$(BIN)/python workflow/scripts/remeasure_failed.py --directory $(call quote,$(RUN_DIR))
+
 test: system-deps test-deps $(STAMP)
 	$(BIN)/pytest -q --durations=15 tests
 

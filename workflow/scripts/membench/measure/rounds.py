@@ -23,7 +23,7 @@ from pathlib import Path
 from membench.core import disturbance, layout, manifests, results_files
 from membench.core.atomic_files import read_jsonl, write_text_atomic
 from membench.core.store_errors import store_error
-from membench.measure import identity, superseded
+from membench.measure import identity, superseded, tries
 from membench.measure import lock as measure_lock
 from membench.measure.harness import Request, measure_cell
 from membench.measure.stored_index import StoredIndex
@@ -54,8 +54,10 @@ def measure_round(
     other files (membench.measure.stored_index: a renamed experiment).
     A repetition measured now that the disturbed rule marks
     (membench.core.disturbance) is measured again, up to disturbed_retries
-    more times; each earlier try is moved aside (superseded/disturbed/),
-    never overwritten, and the last try is kept whatever it shows."""
+    more times in all, also across runs (membench.measure.tries: a stopped
+    round's tries count); each earlier try is moved aside
+    (superseded/disturbed/), never overwritten, and the last try is kept
+    whatever it shows."""
 
     def say(line: str) -> None:
         log.write(line + "\n")
@@ -97,11 +99,16 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
             kept.append(path)
             if state[0] == "unverified":
                 unverified.append(path)
+            _store(lambda: tries.forget_tries(path), "store", path)  # a stop after its last try was stored
             continue
         log.write(f"== {cell.id} r{plan.round_index}\n")
         log.flush()
         one = time.monotonic()
-        for attempt in range(1, retries + 2):
+        # the bound is per repetition: tries an earlier, stopped run measured count
+        attempt = tries.earlier_tries(path, identity_keys) + 1
+        if attempt > 1:
+            log.write(f"{attempt - 1} tries measured by an earlier run (disturbed, moved aside)\n")
+        while True:
             records = measure_cell(
                 binary, topology, path, log,
                 request=Request.of_dict(request), experiment=cell.experiment, cell_id=cell.id,
@@ -110,9 +117,12 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
             causes = _disturbed_by(records)
             if not causes or attempt > retries:
                 break
+            _store(lambda: tries.note_tries(path, identity_keys, attempt), "store", path)
             aside = _store(lambda: superseded.move_aside(path, runs_dir, superseded.DISTURBED), "move aside", path)
             tried_again.setdefault(path, []).append(str(aside))
             log.write(f"disturbed ({causes}), try {attempt} of {retries + 1}: {path} -> {aside}\n")
+            attempt += 1
+        _store(lambda: tries.forget_tries(path), "store", path)
         if causes:
             disturbed.append(path)
         measured.append(path)

@@ -5,7 +5,8 @@ is missing, a round looks for a file of the same round holding the same
 request (by digest; the request has no experiment name in it) that is the
 own file of no cell of the round (nor a hard link to one): a renamed experiment's old files, or a
 superseded file whose request came back (an edit undone), never a try moved
-aside because it was disturbed. A file still
+aside because it was disturbed, nor a failed repetition moved aside to be
+measured again (make remeasure-failed). A file still
 under runs/ is hard-linked to the new name (the old name keeps it, bytes
 and time unchanged); a superseded one is moved back. The index is built
 once per round, and only when some cell's file is missing; it reads one
@@ -18,7 +19,7 @@ import os
 from pathlib import Path
 
 from membench.core import results_files
-from membench.measure.superseded import DISTURBED, move_no_replace, superseded_dir
+from membench.measure.superseded import DISTURBED, FAILED, move_no_replace, superseded_dir
 
 
 def _first_digest(path: Path) -> str | None:
@@ -40,11 +41,12 @@ class StoredIndex:
         link) as one: one stored repetition serves one cell of a round."""
         found: dict[str, list[Path]] = {}
         self._taken = {_inode(p) for p in self._own} - {None}
-        # a try moved aside as disturbed (membench.measure.rounds) never comes back
-        disturbed = superseded_dir(self._runs_dir) / DISTURBED
+        # a try moved aside as disturbed (membench.measure.rounds) never comes
+        # back, nor a failed repetition moved aside to be measured again
+        never = {superseded_dir(self._runs_dir) / why for why in (DISTURBED, FAILED)}
         for base in (self._runs_dir, superseded_dir(self._runs_dir)):
             for dirpath, _, files in os.walk(base):
-                if self._name in files and disturbed not in Path(dirpath).parents:
+                if self._name in files and not never & set(Path(dirpath).parents):
                     path = Path(dirpath) / self._name
                     if os.path.normpath(path) not in self._own and _inode(path) not in self._taken:
                         found.setdefault(_first_digest(path), []).append(path)

@@ -8,7 +8,9 @@ kernel's code, flags or compiler; machine: the stable part of the
 topology; unreadable: a file that holds no records) and <old digest> the
 stored value it had, so one folder holds everything one change superseded.
 superseded/disturbed/<cell>/r<k>.jsonl[.N] holds the earlier tries of a
-repetition a round measured again because they were disturbed.
+repetition a round measured again because they were disturbed;
+superseded/failed/<cell>/r<k>.jsonl[.N] the failed repetitions a user asked
+to measure again (membench.measure.remeasure). Neither is ever brought back.
 Deleting a folder (or all of superseded/) is safe: nothing reads them but
 the count in the report and a round looking for a stored repetition whose
 request came back (an edit undone)."""
@@ -23,6 +25,9 @@ from membench.core.layout import superseded_dir
 # the folder of the tries a round measured again because they were disturbed
 # (membench.measure.rounds; membench.core.disturbance)
 DISTURBED = "disturbed"
+# the folder of failed repetitions moved aside to be measured again
+# (make remeasure-failed; membench.measure.remeasure)
+FAILED = "failed"
 
 def move_aside(path: str | Path, runs_dir: str | Path, why: str) -> Path:
     """Move a stored repetition under superseded/<why>/ keeping its path
