@@ -7,6 +7,7 @@ import pandas as pd
 
 from membench.analyse.caches import cell_cache_columns
 from membench.core import disturbance
+from membench.plan import knobs
 from membench.analyse.peak import nodes_holding_pages, page_node_bound
 from membench.store.placement_classes import placement_summary, placement_words
 
@@ -31,7 +32,7 @@ CELL_KEYS = [
 OBTAINED_KEYS = ["threads", "size_bytes", "policy"]
 # Axes that tell series apart in figures and table rows (threads and op have
 # their own place).
-SERIES_AXES = ["system", "variant", "affinity", "policy_requested", "pages", "init", "size_requested"]
+SERIES_AXES = ["system", *knobs.series_columns()]  # the knob table's series axes, per system
 
 
 def add_series(table: pd.DataFrame, axes: list[str] = SERIES_AXES) -> pd.DataFrame:

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import chi2_contingency
 
+from membench.plan import knobs as knob_table
 from membench.store import collect
 from membench.analyse import modes
 from membench.compare.stats import METRICS
@@ -36,12 +37,15 @@ from membench.compare import verdicts as row_verdicts
 from membench.compare.sweeps import per_process, sweep_levels, sweep_text
 from membench.store.placement_classes import FACTORS, factor_levels
 
-KNOBS = [
-    "kernel", "variant", "op", "threads_requested", "affinity", "policy_requested", "pages", "init",
-    "size_requested", "prefetch_distance_requested", "load_delay_requested", "chase_group_requested", "ntimes",
-    "working_set_bytes", "sweep_level",
-]  # fmt: skip
-NOT_KNOBS = ("pages_requested",)  # "variant" resolves it; `pages` holds what was asked of the harness
+# The columns of the knobs records are matched on (membench.plan.knobs),
+# with the point of the cell a record measures: its op after the kernel and
+# variant, its working set (and sweep level) last.
+_CELL_KNOBS = [k.shown_as for k in knob_table.matched()]
+_AT = _CELL_KNOBS.index("variant") + 1
+KNOBS = [*_CELL_KNOBS[:_AT], "op", *_CELL_KNOBS[_AT:], "working_set_bytes", "sweep_level"]
+# Record keys of matched knobs shown under another column ("variant" resolves
+# pages_requested; `pages` holds what was asked of the harness).
+NOT_KNOBS = tuple(k.record for k in knob_table.matched() if k.shown_as != k.record)
 MIN_CLASS_RUNS = 4  # per side: the fewest runs with which a 95 % interval exists
 PLACEMENT_P = 0.01  # chi-square test of the class shares, per factor
 PARALLEL_CELLS = 200  # cell directories (both sides) from which the sides are read in parallel

@@ -12,6 +12,8 @@ import json
 import os
 from pathlib import Path
 
+from membench.plan import knobs
+
 # The layout a measurement depends on: CPU model and features, CPUs with
 # their cores, packages, nodes and SMT siblings, caches, and the nodes with
 # their CPUs and distances. Not memory sizes (a VM balloons them, a probe
@@ -59,13 +61,7 @@ def file_sha256(path: str | Path) -> str:
 
 # A request's knobs as a record states them (request key -> record key):
 # what a request change changed, read back from the stored records.
-REQUEST_KNOBS = {
-    "kernel": "kernel", "variant": "variant", "threads": "threads_requested", "affinity": "affinity",
-    "policy": "policy_requested", "pages_requested": "pages_requested", "init": "init", "size": "size_requested",
-    "ntimes": "ntimes", "prefetch_distance": "prefetch_distance_requested", "load_delay": "load_delay_requested",
-    "sweep_from": "sweep_from", "points_per_octave": "points_per_octave", "chase_group": "chase_group_requested",
-    "chase_spacing": "chase_spacing_requested", "features": "features",
-}  # fmt: skip
+REQUEST_KNOBS = knobs.requested()
 
 
 def request_change(records: list[dict], request: dict) -> str | None:

@@ -12,17 +12,12 @@ import json
 import os
 import subprocess
 
+from membench.plan import knobs
+
 # The request fields that feed a family option (kernels/families/*.c), by
-# option name; an option the binary's family does not list is not passed.
-FAMILY_FIELDS = {
-    "sweep-from": "sweep_from",
-    "points-per-octave": "points_per_octave",
-    "delay": "load_delay",
-    "group": "chase_group",
-    "spacing": "chase_spacing",
-    "samples": "c2c_samples",
-    "roundtrips": "c2c_roundtrips",
-}
+# option name (the knob table's); an option the binary's family does not
+# list is not passed.
+FAMILY_FIELDS = knobs.family_fields()
 LIST_TIMEOUT_S = 30
 
 

@@ -60,8 +60,8 @@ FAMILIES = {
                     latency_op="random", min_threads=1, max_threads=1, figures=("latency",), paper="aws-latency"),
     "loaded": Family(LOADED, knobs=("threads", "affinity", "load_op", "load_delay", *_CHASE), op_knob="load_op",
                      min_threads=2, figures=("loaded",), paper="aws-loaded"),
-    "c2c": Family(HANDOFF, knobs=("pair", "pairs_per_class", "c2c_samples", "c2c_roundtrips"), pairs=True,
-                  min_threads=2, figures=("handoff",), paper="aws-c2c"),
+    "c2c": Family(HANDOFF, knobs=("pair", "pairs", "pairs_per_class", "pair_classes", "c2c_samples", "c2c_roundtrips"),
+                  pairs=True, min_threads=2, figures=("handoff",), paper="aws-c2c"),
 }  # fmt: skip
 
 

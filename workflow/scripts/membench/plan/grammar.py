@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 
 from membench.plan import families
 from membench.plan.c2c_pairs import pair_specs
-from membench.plan.request import DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING, Knobs  # noqa: F401 (named here too)
+from membench.plan.knobs import DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING, group_text  # noqa: F401 (named here too)
+from membench.plan.request import Knobs
 from membench.plan.variants import variant_names
 from membench.core.text import size_text  # noqa: F401 (sizes are named by it)
 
@@ -129,13 +130,6 @@ def parse_group(value: int | str) -> int | str:
     match = re.fullmatch(r"([0-9]+)\s*pages?", value)
     return int(match.group(1)) * GROUP_PAGE if match else parse_size(value)
 
-
-
-def group_text(group: int | str) -> str:
-    """"256 KiB", "full": how a chase group is named in ids, labels and
-    tables (a value read back from a table may be the digits as text)."""
-    text = str(group)
-    return size_text(float(text)) if text.replace(".", "", 1).isdigit() else text
 
 
 def canonical_affinity(value: str) -> str:

@@ -14,37 +14,32 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from membench.plan import families, variants
+from membench.plan import families, knobs, variants
 
-# The chase's locality: bytes per group of lines visited in random order
-# (groups in random order), or "full" (one random cycle). 256 KiB = 64 pages
-# is multichase's default, so membench's idle latency compares with it.
-DEFAULT_CHASE_GROUP = 256 * 2**10
-# The random chase's pointer spacing (one pointer per this many bytes):
-# multichase's default stride, for the same reason.
-DEFAULT_CHASE_SPACING = 256
+# Re-exported: the knob table (membench.plan.knobs) holds them.
+DEFAULT_CHASE_GROUP = knobs.DEFAULT_CHASE_GROUP
+DEFAULT_CHASE_SPACING = knobs.DEFAULT_CHASE_SPACING
 # Knobs in the request only where they apply to the family (added after the
 # others: other families' requests, and digests, stay as they were).
-WHERE_THEY_APPLY = ("chase_spacing", "pair", "pairs_per_class", "c2c_samples", "c2c_roundtrips")
+WHERE_THEY_APPLY = knobs.request_only_where_they_apply()
+_DEFAULT = knobs.default
 
 
 @dataclass(frozen=True, kw_only=True)
 class Knobs:
-    """The knobs of a cell and of its request that have a default: one
-    place for each default."""
+    """The knobs of a cell and of its request that have a default; each
+    default is the knob table's (membench.plan.knobs)."""
 
-    prefetch_distance: int | str = "variant"  # "variant": the binary's built-in distance
-    load_delay: int = 0
-    sweep_from: int = 4096
-    points_per_octave: int = 2
-    chase_group: int | str = DEFAULT_CHASE_GROUP
-    chase_spacing: int = DEFAULT_CHASE_SPACING
-    # c2c only: "<class>:<i>" (the i-th sampled pair of a locality class,
-    # resolved from topology.json where it is measured) or "all"
-    pair: str = ""
-    pairs_per_class: int = 3
-    c2c_samples: int = 100
-    c2c_roundtrips: int = 1000
+    prefetch_distance: int | str = _DEFAULT("prefetch_distance")  # "variant": the binary's built-in distance
+    load_delay: int = _DEFAULT("load_delay")
+    sweep_from: int = _DEFAULT("sweep_from")
+    points_per_octave: int = _DEFAULT("points_per_octave")
+    chase_group: int | str = _DEFAULT("chase_group")
+    chase_spacing: int = _DEFAULT("chase_spacing")
+    pair: str = _DEFAULT("pair")
+    pairs_per_class: int = _DEFAULT("pairs_per_class")
+    c2c_samples: int = _DEFAULT("c2c_samples")
+    c2c_roundtrips: int = _DEFAULT("c2c_roundtrips")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from membench import SCHEMA_VERSION
 from membench.core import layout, record_schema, results_files
-from membench.plan import rounds
+from membench.plan import knobs, rounds
 from membench.plan.grammar import Cell
 from membench.plan.families import applies
 
@@ -146,14 +146,9 @@ def path_parts(path: str | Path) -> dict | None:
             "repeat": int(match.group(1))}  # fmt: skip
 
 
-# (record key, Cell attribute): the knobs a record carries as requested.
-KNOBS = (
-    ("threads_requested", "threads"), ("affinity", "affinity"), ("policy_requested", "policy"),
-    ("pages_requested", "pages"), ("init", "init"), ("size_requested", "size"), ("ntimes", "ntimes"),
-    ("prefetch_distance_requested", "prefetch_distance"),
-)  # fmt: skip
-LATENCY_KNOBS = (("chase_group_requested", "chase_group"),)
-LOADED_KNOBS = (("load_delay_requested", "load_delay"),)
+# (record key, Cell attribute): the knobs a record carries as requested and
+# its cell is checked on (the kernel and variant against its path instead).
+KNOBS = tuple((k.record, k.name) for k in knobs.matched() if k.name not in ("kernel", "variant"))
 
 
 class Expected:
@@ -175,8 +170,9 @@ class Expected:
 
 
 def _knobs(cell: Cell) -> tuple:
-    knobs = KNOBS + (LATENCY_KNOBS if applies("chase_group", cell.kernel) else ())
-    return knobs + (LOADED_KNOBS if applies("load_delay", cell.kernel) else ())
+    """KNOBS less those its family's records do not state (they hold null)."""
+    return tuple((key, name) for key, name in KNOBS
+                 if knobs.knob(name).in_record == knobs.EVERY or applies(name, cell.kernel))  # fmt: skip
 
 
 def earlier_ops(request: dict, records: list[tuple[int, dict]]) -> dict:

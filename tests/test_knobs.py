@@ -1,0 +1,191 @@
+"""The knob table (membench.plan.knobs, issue 43): one row per knob, held
+against the harness's option tables (--list-options of every built family),
+the config schema and the record schema; the read-back tables and series
+axes derived from it read stored records as before."""
+
+import ast
+from pathlib import Path
+
+import pytest
+import yaml
+
+from membench.analyse import stats
+from membench.compare import match
+from membench.measure import identity, options
+from membench.plan import families, grammar, knobs, request
+from membench.plan.request import Knobs, Request
+from membench.store import stored
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIG_SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+RECORD_SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "record.schema.yaml").read_text())
+PACKAGE = REPO / "workflow" / "scripts" / "membench"
+
+# Knobs whose harness default differs from the config's on purpose: the
+# pipeline always passes them (variant: the one the binary is built as;
+# threads: OpenMP's default; pages: the variant's declared pages; prefetch
+# distance: the variant's built-in one).
+HARNESS_DECIDES = {"variant", "threads", "pages", "prefetch_distance"}
+# Family options the config does not set (the harness's own constants).
+NOT_CONFIGURED = {"stride", "seed", "chunk-ms", "delay-every", "clean-lines"}
+# Harness options that are no knob: what the round passes besides the knobs.
+NOT_KNOBS = {"op", "repeat", "system", "test-corrupt", "list", "list-options", "help"}
+
+
+def test_every_option_a_binary_lists_is_a_knob_or_named_here(option_listings):
+    options_of_knobs = {k.option for k in knobs.TABLE if k.option}
+    for family, doc in option_listings.items():
+        harness = {o["name"] for o in doc["harness_options"]}
+        assert harness - NOT_KNOBS == set(knobs.HARNESS_OPTIONS), family
+        own = {o["name"] for o in doc["family_options"]}
+        assert own - NOT_CONFIGURED <= options_of_knobs, (family, own - NOT_CONFIGURED - options_of_knobs)
+
+
+def test_a_family_option_is_listed_by_exactly_the_families_the_knob_applies_to(option_listings):
+    for knob in knobs.TABLE:
+        if not knob.option or knob.option in knobs.HARNESS_OPTIONS:
+            continue
+        listing = sorted(f for f, doc in option_listings.items() if knob.option in {o["name"] for o in doc["family_options"]})
+        assert listing == sorted(knob.families()), knob.name
+
+
+def test_the_harness_defaults_are_the_tables(option_listings):
+    """A default the C option tables also write agrees with the table's
+    (the harness prints numbers of its harness table as text: "10")."""
+    differ = set()
+    for family, doc in option_listings.items():
+        listed = {o["name"]: o["default"] for o in (*doc["harness_options"], *doc["family_options"])}
+        for knob in knobs.TABLE:
+            if knob.option in listed and knob.applies(family) and str(listed[knob.option]) != str(knob.default):
+                differ.add(knob.name)
+    assert differ == HARNESS_DECIDES
+
+
+def _schema_entry(key: str) -> dict | None:
+    experiment = CONFIG_SCHEMA["$defs"]["experiment"]["properties"]
+    top = CONFIG_SCHEMA["properties"]
+    if key in experiment and "default" in experiment[key]:
+        return experiment[key]
+    return top.get(key) or experiment.get(key)
+
+
+def _as_config_reads_it(name: str, value):
+    if name == "sweep_from":
+        return grammar.parse_size(value)
+    if name == "chase_group":
+        return grammar.parse_group(value)
+    return value
+
+
+def test_the_config_schema_defaults_are_the_tables():
+    for knob in knobs.TABLE:
+        if not knob.configured:
+            continue
+        entry = _schema_entry(knob.config_key)
+        assert entry is not None, f"{knob.config_key}: not in the config schema"
+        if knob.default is None:
+            assert "default" not in entry, knob.name
+            continue
+        default = entry["default"]
+        if knob.axis:
+            assert [_as_config_reads_it(knob.name, v) for v in default] == [knob.default], knob.name
+        else:
+            assert _as_config_reads_it(knob.name, default) == (list(knob.default) if isinstance(knob.default, tuple)
+                                                              else knob.default), knob.name  # fmt: skip
+            assert knob.axis == (entry.get("type") == "array" and knob.name != "pair_classes"), knob.name
+        if "x-kernels" in entry:
+            assert sorted(entry["x-kernels"]) == sorted(knob.families()), knob.name
+
+
+def test_every_experiment_key_of_the_config_schema_is_a_knob():
+    keys = set(CONFIG_SCHEMA["$defs"]["experiment"]["properties"])
+    assert keys - {k.config_key for k in knobs.TABLE} == {"exclude"}
+
+
+def test_the_record_schema_declares_every_record_key_and_column():
+    declared = RECORD_SCHEMA["properties"]
+    for knob in knobs.TABLE:
+        for key in {knob.record, knob.column} - {None}:
+            assert key in declared, f"{knob.name}: record key {key} not in the record schema"
+        if knob.in_record == knobs.OWN:  # other families' records hold null
+            assert {"type": "null"} in declared[knob.record].get("anyOf", []), knob.name
+
+
+def test_the_request_fields_are_the_tables():
+    fields = set(Request.__dataclass_fields__)
+    assert {k.request for k in knobs.TABLE if k.request} <= fields
+    for name, spec in Knobs.__dataclass_fields__.items():
+        assert spec.default == knobs.default(name), name
+    assert request.WHERE_THEY_APPLY == knobs.request_only_where_they_apply()
+
+
+def test_the_read_back_tables_are_those_stored_runs_were_read_with():
+    """Derived from the table, they still name what they named before it
+    (stored records are read with them): a changed row shows here."""
+    assert identity.REQUEST_KNOBS == {
+        "kernel": "kernel", "variant": "variant", "threads": "threads_requested", "affinity": "affinity",
+        "policy": "policy_requested", "pages_requested": "pages_requested", "init": "init", "size": "size_requested",
+        "ntimes": "ntimes", "prefetch_distance": "prefetch_distance_requested", "load_delay": "load_delay_requested",
+        "sweep_from": "sweep_from", "points_per_octave": "points_per_octave", "chase_group": "chase_group_requested",
+        "chase_spacing": "chase_spacing_requested", "features": "features", "pair": "pair_requested",
+    }  # fmt: skip
+    assert set(stored.KNOBS) == {
+        ("threads_requested", "threads"), ("affinity", "affinity"), ("policy_requested", "policy"),
+        ("pages_requested", "pages"), ("init", "init"), ("size_requested", "size"), ("ntimes", "ntimes"),
+        ("prefetch_distance_requested", "prefetch_distance"), ("chase_group_requested", "chase_group"),
+        ("load_delay_requested", "load_delay"),
+    }  # fmt: skip
+    assert match.KNOBS == [
+        "kernel", "variant", "op", "threads_requested", "affinity", "policy_requested", "pages", "init",
+        "size_requested", "prefetch_distance_requested", "load_delay_requested", "chase_group_requested", "ntimes",
+        "working_set_bytes", "sweep_level",
+    ]  # fmt: skip
+    assert match.NOT_KNOBS == ("pages_requested",)
+    assert stats.SERIES_AXES == ["system", "variant", "affinity", "policy_requested", "pages", "init", "size_requested"]
+    assert options.FAMILY_FIELDS == {
+        "sweep-from": "sweep_from", "points-per-octave": "points_per_octave", "delay": "load_delay",
+        "group": "chase_group", "spacing": "chase_spacing", "samples": "c2c_samples", "roundtrips": "c2c_roundtrips",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("kernel", ["chase", "stream", "c2c"])
+def test_a_record_is_checked_on_the_knobs_its_family_states(kernel):
+    checked = {name for _, name in stored._knobs(grammar.Cell(
+        experiment="e", kernel=kernel, variant="default", threads=1, affinity="none", policy="default", pages="4k",
+        init="parallel", size="auto", repeats=1, ntimes=10))}  # fmt: skip
+    assert ("chase_group" in checked) == (kernel == "chase")
+
+
+def _series_lists() -> list[tuple[str, int, list[str]]]:
+    """Every literal list of columns the package hands add_series."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "add_series":
+                for arg in node.args[1:]:
+                    if isinstance(arg, ast.List) and all(isinstance(e, ast.Constant) for e in arg.elts):
+                        found.append((str(path.relative_to(REPO)), node.lineno, [e.value for e in arg.elts]))
+    return found
+
+
+def test_every_series_axis_list_names_knob_columns():
+    """The series lists the figures and tables restate name the table's
+    columns (a misspelt or unrecorded column would make no series)."""
+    columns = {key for k in knobs.TABLE for key in (k.record, k.column) if key} | {"system", "op", *stats.OBTAINED_KEYS}
+    lists = _series_lists()
+    assert len(lists) >= 5
+    for where, line, axes in lists:
+        assert set(axes) <= columns, f"{where}:{line}: {sorted(set(axes) - columns)} not a knob's column"
+
+
+def test_a_knob_is_shown_in_its_unit():
+    assert knobs.knob("chase_spacing").text(256) == "256 B"
+    assert knobs.knob("chase_group").text(knobs.DEFAULT_CHASE_GROUP) == "256 KiB"
+    assert knobs.knob("chase_group").text("full") == "full"
+    assert knobs.knob("size").text("auto") == "auto" and knobs.knob("size").text(2**30) == "1 GiB"
+    assert knobs.knob("ntimes").text(10) == "10"
+
+
+def test_the_families_a_knob_applies_to_are_the_family_tables():
+    assert knobs.knob("chase_spacing").families() == ["chase", "loaded"]
+    assert knobs.knob("ntimes").families() == list(families.FAMILIES)

@@ -1,0 +1,187 @@
+"""Every knob of a measurement in one table: one row per knob, from the
+config key to the harness option and back from the record.
+
+A row holds the config key (the cell's field), its default, the request
+field that carries it, the harness option it feeds (the name
+`--list-options` prints), the record key that states it as requested, the
+record column tables and figures group by, whether it tells series apart,
+and its unit and formatter. The families a knob applies to are not written
+here: plan/families.py lists each family's knobs, and a knob that no
+family lists applies to all of them.
+
+What is derived from it: the defaults of a cell and of a request
+(membench.plan.request.Knobs), the family options a request feeds
+(membench.measure.options.FAMILY_FIELDS), the knobs read back from stored
+records (membench.measure.identity.REQUEST_KNOBS,
+membench.store.stored.KNOBS, membench.compare.match.KNOBS) and the series
+axes (membench.analyse.stats.SERIES_AXES). tests/test_knobs.py holds the
+table against the config and record schemas and against every built
+family's --list-options (the harness's defaults are the table's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from membench.core.text import size_text
+from membench.plan import families
+
+# Where a request (its JSON, so its digest) and a record carry a knob:
+# for every family, or only for the families it applies to (a knob added
+# after the others: other families' requests and records stay as they were).
+EVERY, OWN = "every", "own"
+
+
+def group_text(group: int | str) -> str:
+    """"256 KiB", "full": how a chase group is named in ids, labels and
+    tables (a value read back from a table may be the digits as text)."""
+    text = str(group)
+    return size_text(float(text)) if text.replace(".", "", 1).isdigit() else text
+
+
+def bytes_text(value) -> str:
+    """A byte count as "256 B" or "4 KiB"; a word (auto, variant) as itself."""
+    return size_text(value) if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str  # the cell's field (and the config key, unless `config` names another)
+    default: object  # None: no default (the config must give it)
+    config: str | None = None  # the config key where it is not the name (variants)
+    # the request field that carries it (None: the request does not)
+    request: str | None = None
+    # the harness option it feeds, by its --list-options name (None: none)
+    option: str | None = None
+    # the record key that states it as requested (None: no record does)
+    record: str | None = None
+    # the record column tables, figures and `make compare` use (default:
+    # the record key); pages: the pages the harness was asked for
+    column: str | None = None
+    # its values tell the series of a table or figure apart
+    series: bool = False
+    # stored records are matched to cells on it (the stored-run checks,
+    # `make compare`); the knobs added later (the chase spacing) and the
+    # sweep's own (the sweep level matches instead) are not, so that older
+    # records still match
+    matched: bool = False
+    in_request: str = EVERY
+    in_record: str = EVERY
+    # in the config (False: the request derives it, as features from the variant)
+    configured: bool = True
+    # a config list (each value a cell) rather than one value
+    axis: bool = True
+    unit: str = ""
+    formatter: Callable[[object], str] = str
+
+    @property
+    def config_key(self) -> str | None:
+        return (self.config or self.name) if self.configured else None
+
+    @property
+    def shown_as(self) -> str | None:
+        return self.column or self.record
+
+    def families(self) -> list[str]:
+        """The families it applies to (plan/families.py)."""
+        listed = families.named(lambda traits: self.name in traits.knobs)
+        return listed or families.named(lambda traits: True)
+
+    def applies(self, kernel: str) -> bool:
+        return kernel in self.families()
+
+    def text(self, value) -> str:
+        return self.formatter(value)
+
+
+# The chase's locality: bytes per group of lines visited in random order
+# (groups in random order), or "full" (one random cycle). 256 KiB = 64 pages
+# is multichase's default, so membench's idle latency compares with it.
+DEFAULT_CHASE_GROUP = 256 * 2**10
+# The random chase's pointer spacing (one pointer per this many bytes):
+# multichase's default stride, for the same reason.
+DEFAULT_CHASE_SPACING = 256
+
+_BYTES = {"unit": "bytes", "formatter": bytes_text}
+TABLE = (
+    Knob("kernel", None, request="kernel", record="kernel", matched=True, axis=False),
+    Knob("variant", "default", config="variants", request="variant", option="variant", record="variant", series=True, matched=True),
+    Knob("threads", 1, request="threads", option="threads", record="threads_requested", matched=True),
+    Knob("affinity", "none", request="affinity", option="affinity", record="affinity", series=True, matched=True),
+    Knob("policy", "default", request="policy", option="policy", record="policy_requested", series=True,
+         matched=True),
+    # "variant": the pages the variant declares (the request's `pages`)
+    Knob("pages", "variant", request="pages_requested", option="pages", record="pages_requested", column="pages",
+         series=True, matched=True),
+    Knob("init", "parallel", request="init", option="init", record="init", series=True, matched=True),
+    Knob("size", "auto", request="size", option="size", record="size_requested", series=True, matched=True,
+         **_BYTES),
+    # "variant": the distance the variant is built with
+    Knob("prefetch_distance", "variant", request="prefetch_distance", option="prefetch-distance",
+         record="prefetch_distance_requested", matched=True, **_BYTES),
+    Knob("load_delay", 0, request="load_delay", option="delay", record="load_delay_requested", matched=True,
+         unit="pause iterations"),
+    Knob("chase_group", DEFAULT_CHASE_GROUP, request="chase_group", option="group", record="chase_group_requested",
+         matched=True, in_record=OWN, unit="bytes", formatter=group_text),
+    Knob("ntimes", 10, request="ntimes", option="ntimes", record="ntimes", matched=True, axis=False,
+         unit="iterations"),
+    Knob("chase_spacing", DEFAULT_CHASE_SPACING, request="chase_spacing", option="spacing",
+         record="chase_spacing_requested", in_request=OWN, in_record=OWN, **_BYTES),
+    Knob("sweep_from", 4096, request="sweep_from", option="sweep-from", record="sweep_from", axis=False, **_BYTES),
+    Knob("points_per_octave", 2, request="points_per_octave", option="points-per-octave", record="points_per_octave",
+         axis=False),
+    Knob("load_op", "triad"),  # the request's ops (membench.plan.families: op_knob)
+    Knob("repeats", 10, axis=False),
+    Knob("features", None, request="features", record="features", configured=False, axis=False),
+    # c2c: "<class>:<i>" (the i-th sampled pair of a locality class,
+    # resolved from topology.json where it is measured) or "all"; the
+    # config's `pairs` and `pair_classes` choose them (membench.plan.c2c_pairs)
+    Knob("pair", "", request="pair", record="pair_requested", in_request=OWN, configured=False),
+    Knob("pairs", "sample", axis=False),
+    Knob("pair_classes", ("smt", "same_l2", "same_l3", "same_package", "other_package"), axis=False),
+    Knob("pairs_per_class", 3, request="pairs_per_class", in_request=OWN, axis=False),
+    Knob("c2c_samples", 100, request="c2c_samples", option="samples", in_request=OWN, axis=False),
+    Knob("c2c_roundtrips", 1000, request="c2c_roundtrips", option="roundtrips", in_request=OWN, axis=False),
+)  # fmt: skip
+BY_NAME = {knob.name: knob for knob in TABLE}
+
+
+def knob(name: str) -> Knob:
+    return BY_NAME[name]
+
+
+def default(name: str):
+    return BY_NAME[name].default
+
+
+def requested() -> dict[str, str]:
+    """{request field: record key} of every knob a record states as
+    requested: what a request change changed, read back from records."""
+    return {k.request: k.record for k in TABLE if k.request and k.record}
+
+
+def matched() -> list[Knob]:
+    """The knobs stored records are matched to cells on, in table order."""
+    return [k for k in TABLE if k.matched]
+
+
+def request_only_where_they_apply() -> tuple[str, ...]:
+    """The request fields its JSON holds only for the families they apply to."""
+    return tuple(k.request for k in TABLE if k.request and k.in_request == OWN)
+
+
+# The options of the harness, which every family's binary takes
+# (kernels/harness/options.c); a knob's other option is its families' own
+# (kernels/families/*.c).
+HARNESS_OPTIONS = ("variant", "threads", "affinity", "policy", "pages", "init", "size", "ntimes", "prefetch-distance")
+
+
+def family_fields() -> dict[str, str]:
+    """{option: request field} of the knobs that feed a family's own option."""
+    return {k.option: k.request for k in TABLE if k.option and k.option not in HARNESS_OPTIONS}
+
+
+def series_columns() -> list[str]:
+    """The record columns whose values tell series apart, in table order."""
+    return [k.shown_as for k in TABLE if k.series]
