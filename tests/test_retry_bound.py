@@ -166,3 +166,35 @@ def test_a_failed_repetition_is_measured_again_after_make_remeasure_failed(workd
 
     nothing = subprocess.run(["make", *AS_IS, "remeasure-failed"], cwd=workdir, capture_output=True, text=True, timeout=120)
     assert nothing.returncode == 0 and "nothing moved" in nothing.stdout, nothing.stdout + nothing.stderr
+
+
+# ------------------------------------------------------------------ without Snakemake
+
+
+def test_a_count_written_for_another_request_binary_or_machine_is_not_counted(tmp_path):
+    from membench.measure import tries
+
+    run = tmp_path / "results" / SYSTEM / "runs" / "d" / "stream-default" / "t1" / "r0.jsonl"
+    keys = {"request_digest": "r1", "binary_sha256": "b1", "machine_digest": "m1"}
+    assert tries.earlier_tries(run, keys) == 0
+    tries.note_tries(run, keys, 2)
+    assert tries.earlier_tries(run, keys) == 2
+    for key in keys:  # an edit, a rebuild or another machine since: the bound starts again
+        assert tries.earlier_tries(run, {**keys, key: "other"}) == 0
+    tries.forget_tries(run)
+    assert tries.earlier_tries(run, keys) == 0 and not list(run.parent.iterdir())
+
+
+def test_nothing_is_moved_while_a_round_measures_the_system(tmp_path):
+    from membench.measure import lock as measure_lock
+    from membench.measure import remeasure
+
+    system = tmp_path / "results" / SYSTEM
+    run = system / "runs" / "d" / "stream-default" / "t1" / "r0.jsonl"
+    run.parent.mkdir(parents=True)
+    run.write_text('{"status": "failed", "reason": "harness killed by SIGKILL"}\n')
+    with measure_lock.measuring(system, say=lambda line: None):  # a round, as far as the lock tells
+        with pytest.raises(remeasure.Busy):
+            remeasure.move_failed_aside(system)
+    assert run.exists() and not (system / "superseded").exists()
+    assert [to for _, to in remeasure.move_failed_aside(system)] == [system / "superseded" / "failed" / run.relative_to(system / "runs")]
