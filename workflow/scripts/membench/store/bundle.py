@@ -13,7 +13,7 @@ import hashlib
 import json
 import subprocess
 from importlib import metadata
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from rocrate.rocrate import ROCrate
 
@@ -27,8 +27,13 @@ PROFILES = {
     "provenance": "https://w3id.org/ro/wfrun/provenance/0.5",
     "workflow_ro_crate": "https://w3id.org/workflowhub/workflow-ro-crate/1.0",
 }
-RESULT_PARTS = ["summary/findings.json", "report.html"]
+# What a figures-only run builds from the records: the report, the summary
+# tables (findings.json among them), each system's measurements.csv and the
+# figures. A bundle holds them so that a rebuild from its inputs alone can be
+# held against them byte for byte.
+BUILT_PATTERNS = ["summary/*.json", "summary/*.csv", "report.html", "figures/*.svg"]
 SYSTEM_FILES = ["topology.json", "environment.json"]
+SYSTEM_BUILT = ["measurements.csv"]
 
 
 def sha256_of(data: bytes) -> str:
@@ -39,11 +44,19 @@ def run_files(results: Path) -> list[Path]:
     """What the crate copies from a results folder, in a stable order."""
     found = []
     for system in sorted(p for p in results.iterdir() if (p / "runs").is_dir()):
-        found += [system / name for name in SYSTEM_FILES if (system / name).is_file()]
+        found += [system / name for name in SYSTEM_FILES + SYSTEM_BUILT if (system / name).is_file()]
         found += sorted((system / "runs").rglob("*.jsonl"))
-    found += [results / part for part in RESULT_PARTS if (results / part).is_file()]
-    found += sorted((results / "figures").glob("*.svg")) if (results / "figures").is_dir() else []
+    for pattern in BUILT_PATTERNS:
+        found += sorted(p for p in results.glob(pattern) if p.is_file())
     return found
+
+
+def is_built(name: str) -> bool:
+    """A bundle member a figures-only run rebuilds (not one of its inputs)."""
+    relative = PurePosixPath(name).relative_to("results") if name.startswith("results/") else None
+    if relative is None:
+        return False
+    return any(relative.match(p) for p in BUILT_PATTERNS) or (len(relative.parts) == 2 and relative.name in SYSTEM_BUILT)
 
 
 def code_version(repo: Path) -> str:

@@ -17,7 +17,7 @@ import yaml
 from rocrate.rocrate import ROCrate
 
 from membench.core import record_schema
-from membench.store.bundle import PROFILES, sha256_of
+from membench.store.bundle import PROFILES, is_built, sha256_of
 
 METADATA = "ro-crate-metadata.json"
 REQUIRED_PROFILES = [PROFILES["workflow"], PROFILES["provenance"]]
@@ -113,13 +113,16 @@ def _as_list(value) -> list:
     return value if isinstance(value, list) else [] if value is None else [value]
 
 
-def open_bundle(bundle: Path, dest: Path, findings_schema: Path) -> Path:
+def open_bundle(bundle: Path, dest: Path, findings_schema: Path, inputs_only: bool = False) -> Path:
     """Checks the bundle, then unpacks it into dest (which must be empty or
-    absent): dest/config.yaml and dest/results/... Returns dest."""
+    absent): dest/config.yaml and dest/results/... Returns dest.
+    inputs_only: the config, records, topology and environment only, so
+    that figures-only in dest rebuilds the report, tables and figures."""
     check_bundle(bundle, findings_schema)
     if dest.exists() and any(dest.iterdir()):
         raise refuse(bundle, f"{dest}: not empty; unpack into a new folder")
     dest.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(bundle) as archive:
-        archive.extractall(dest)
+        members = [n for n in archive.namelist() if not (inputs_only and is_built(n))]
+        archive.extractall(dest, members)
     return dest
