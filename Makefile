@@ -16,7 +16,7 @@ RUN_DIR  = $(if $(RESULTS),$(RESULTS),.)
 RUN_ARGS = $(if $(RESULTS),--directory $(call quote,$(RESULTS)) --configfile $(call quote,$(abspath $(CONFIG))),--configfile $(call quote,$(CONFIG)))
 TERMINAL = $(if $(VERBOSE),,2>&1 | $(BIN)/python -u workflow/scripts/terminal_lines.py)
 
-.PHONY: config-exists run findings plan status test bench lint compare bundle system-deps test-deps bench-deps clean
+.PHONY: config-exists run findings plan status test bench lint compare bundle reference system-deps test-deps bench-deps clean
 
 # System packages come from Debian's apt; only what is missing is installed.
 system-deps:
@@ -135,7 +135,7 @@ $(info make compare (dry run): compare_results.py $(call quote,$(value BASE)) $(
 else ifeq ($(MAKECMDGOALS),compare)
 COMPARE_RC := $(shell \
   ( [ -n $(call quote,$(value BASE)) ] && [ -n $(call quote,$(value NEW)) ] \
-    || { echo "usage: make compare BASE=<dir>[:system] NEW=<dir>[:system] [OUT=compare] [THRESHOLD=2] [IGNORE=knob,...] [KEEP_DISTURBED=1]"; exit 2; }; \
+    || { echo "usage: make compare BASE=<dir>[:system]|<bundle>|ref:<name> NEW=(as BASE) [OUT=compare] [THRESHOLD=2] [IGNORE=knob,...] [KEEP_DISTURBED=1]"; exit 2; }; \
     $(MAKE) --no-print-directory -s $(STAMP) || exit 2; \
     base=$(call quote,$(value BASE)); new=$(call quote,$(value NEW)); out=$(call quote,$(value OUT)); \
     for side in base new; do eval "given=\$$$$side"; case "$$given" in (*.crate.zip) \
@@ -162,6 +162,14 @@ compare:
 BUNDLE ?= results/run.crate.zip
 bundle: $(STAMP)
 	$(BIN)/python workflow/scripts/run_bundle.py write --results results --config $(CONFIG) --out $(BUNDLE)
+
+# A checked bundle as a published machine of the atlas (docs/bundle.md):
+# make reference BUNDLE=run.crate.zip NAME=slug ADDRESS=https://... [SYSTEM=s]
+# writes references/machines/NAME.yaml; refused (nothing written) for a
+# damaged bundle or a NAME the atlas has.
+reference: $(STAMP)
+	@[ -n $(call quote,$(NAME)) ] && [ -n $(call quote,$(ADDRESS)) ] || { echo "usage: make reference BUNDLE=run.crate.zip NAME=slug ADDRESS=https://where-it-is-published [SYSTEM=name]"; exit 2; }
+	$(BIN)/python workflow/scripts/run_bundle.py reference $(call quote,$(BUNDLE)) --name $(call quote,$(NAME)) --address $(call quote,$(ADDRESS)) $(if $(SYSTEM),--system $(call quote,$(SYSTEM)))
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint

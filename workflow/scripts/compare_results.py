@@ -20,6 +20,7 @@ from membench.compare.match import KNOBS, SideError, parse_side, systems_in  # n
 from membench.core import results_files  # noqa: E402
 from membench.store.stored import StoredRunsError  # noqa: E402
 from membench.compare.output import run_compare  # noqa: E402
+from membench.compare import reference  # noqa: E402
 
 
 def _head(path: Path) -> str:
@@ -89,6 +90,8 @@ def main(argv=None) -> int:
     if unknown:
         print(f"compare: IGNORE {','.join(unknown)}: no such knob; knobs: {', '.join(sorted(known))}", file=sys.stderr)
         return 2
+    if any(s.startswith("ref:") and not Path(s).exists() for s in (args.base, args.new)):
+        return compare_with_published(args.base, args.new, args.out)
     try:
         damaged = side_file_problems(args.base, args.new)
     except SideError as exc:
@@ -108,6 +111,18 @@ def main(argv=None) -> int:
         return 2
     print((args.out / "compare.txt").read_text(), end="")
     return code
+
+
+def compare_with_published(base: str, new: str, out: Path) -> int:
+    """A run against a published machine (ref:NAME): ratios and conditions,
+    no verdict, so exit 0 once compared; 2 on bad input."""
+    try:
+        reference.compare_with_reference(base, new, out)
+    except (reference.ReferenceError, SideError, StoredRunsError) as exc:
+        print(f"compare: {exc}", file=sys.stderr)
+        return 2
+    print((out / "reference.txt").read_text(), end="")
+    return 0
 
 
 if __name__ == "__main__":

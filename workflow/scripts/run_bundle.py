@@ -1,8 +1,10 @@
-"""make bundle / make unbundle (docs/bundle.md).
+"""make bundle / make reference (docs/bundle.md).
 
   run_bundle.py write --results results --config config/config.yaml --out run.crate.zip
   run_bundle.py check run.crate.zip
-  run_bundle.py open run.crate.zip --dest DIR     (DIR/config.yaml, DIR/results/...)
+  run_bundle.py open run.crate.zip --dest DIR [--inputs-only]   (DIR/config.yaml, DIR/results/...)
+  run_bundle.py reference run.crate.zip --name SLUG --address https://... [--system S]
+                                                   (references/machines/SLUG.yaml)
 
 A refused bundle prints one line naming what failed and exits 2; nothing
 is written then."""
@@ -17,8 +19,10 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
 from membench.store import bundle, bundle_check  # noqa: E402
+from membench.compare import reference_entry  # noqa: E402
 
 FINDINGS_SCHEMA = REPO / "workflow" / "schemas" / "findings.schema.yaml"
+ATLAS = REPO / "references" / "machines"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,6 +38,14 @@ def main(argv: list[str] | None = None) -> int:
     unpack = verbs.add_parser("open", help="validate, then unpack into a new folder")
     unpack.add_argument("bundle", type=Path)
     unpack.add_argument("--dest", type=Path, required=True)
+    unpack.add_argument("--inputs-only", action="store_true",
+                        help="config, records, topology and environment only: figures-only there rebuilds the rest")
+    made = verbs.add_parser("reference", help="turn a checked bundle into references/machines/NAME.yaml")
+    made.add_argument("bundle", type=Path)
+    made.add_argument("--name", required=True)
+    made.add_argument("--address", required=True, help="the https:// address where the bundle is published")
+    made.add_argument("--system", help="the system to take, where the bundle holds several")
+    made.add_argument("--atlas", type=Path, default=ATLAS)
     args = parser.parse_args(argv)
     try:
         if args.verb == "write":
@@ -46,8 +58,13 @@ def main(argv: list[str] | None = None) -> int:
         elif args.verb == "check":
             bundle_check.check_bundle(args.bundle, FINDINGS_SCHEMA)
             print(f"{args.bundle}: valid")
+        elif args.verb == "reference":
+            document = reference_entry.entry_from_bundle(args.bundle, args.name, args.address, FINDINGS_SCHEMA,
+                                                         args.atlas, args.system)  # fmt: skip
+            path = reference_entry.write_entry(document, args.atlas)
+            print(f"Reference: {path} ({len(document['numbers'])} numbers); make compare BASE=ref:{args.name} NEW=...")
         else:
-            print(bundle_check.open_bundle(args.bundle, args.dest, FINDINGS_SCHEMA))
+            print(bundle_check.open_bundle(args.bundle, args.dest, FINDINGS_SCHEMA, args.inputs_only))
     except bundle_check.BundleRefused as refused:
         print(refused)
         return 2

@@ -1,0 +1,224 @@
+"""`make compare BASE=ref:NAME NEW=results` (either side): a run held
+against one published machine of the reference atlas (references/machines,
+membench.findings.atlas), NAME being a system id there.
+
+A published number is one value with no run-to-run spread, so no verdict
+(worse, better, same) can be decided against it: each row gives the ratio
+and, beside it, the conditions each side was measured under and where the
+number was published. Only the quantities the reference states are held:
+a number whose quantity this run has no counterpart for is listed as such.
+
+This run's quantities (run_quantities) are the ones a reference made from a
+bundle also states (membench.compare.reference_entry), so the two read alike:
+  ("stream", op)   the best STREAM cell of that op: the median STREAM count
+                   (gbps; STREAM's own bytes, no write-allocate) of its
+                   undisturbed ok runs;
+  "all-read"       the best all-reads mix cell (mix r1w0), likewise; where
+                   the run has none, the highest memory traffic of
+                   findings.json, said as such (as the first screen does);
+  "idle latency"   findings.json's first idle latency (its headline);
+  "loaded latency" findings.json's loaded-latency finding (the latency under
+                   the heaviest load).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from membench.analyse.stats import undisturbed
+from membench.compare import match
+from membench.core.text import number
+from membench.findings.atlas import load_atlas
+from membench.store import collect
+
+STREAM_OPS = ("copy", "scale", "add", "triad")
+TO_GBPS = {"GB/s": 1.0, "MB/s": 1e-3}  # STREAM's MB/s are 10^6 bytes a second
+NO_VERDICT = (
+    "A published number is one value with no run-to-run spread: no significance verdict is possible. "
+    "Each row gives the ratio NEW/BASE and the conditions of both sides; read the ratio with them."
+)
+
+
+class ReferenceError(ValueError):
+    """A ref:NAME that cannot be used; str() is the one line to print."""
+
+
+def known_names(atlas: list[dict]) -> list[str]:
+    return sorted({system["id"] for source in atlas for system in source.get("systems", [])})
+
+
+def find_reference(name: str, atlas: list[dict] | None = None) -> dict:
+    """{"id", "system", "numbers": [(source file's document, number)]}: every
+    number the atlas holds for that system, from every source naming it."""
+    atlas = load_atlas() if atlas is None else atlas
+    system, numbers = None, []
+    for source in atlas:
+        for entry in source.get("systems", []):
+            if entry["id"] == name:
+                system = system or entry
+                numbers += [(source, n) for n in source.get("numbers", []) if n["system"] == name]
+    if system is None:
+        raise ReferenceError(f"ref:{name}: no such published machine; known: {', '.join(known_names(atlas))}")
+    return {"id": name, "system": system, "numbers": numbers}
+
+
+def counterpart(reference_number: dict) -> tuple | str | None:
+    """The run quantity a published number stands beside, or None."""
+    kernel, quantity, unit = reference_number.get("kernel"), reference_number["quantity"], reference_number["unit"]
+    if quantity == "bandwidth" and unit in TO_GBPS:
+        if kernel == "stream" and reference_number.get("op") in STREAM_OPS:
+            return ("stream", reference_number["op"])
+        if kernel == "mix":
+            return "all-read"
+    if quantity == "latency" and unit == "ns":
+        if kernel == "chase" and reference_number.get("level") == "local_memory":
+            return "idle latency"
+        if kernel == "loaded":
+            return "loaded latency"
+    return None
+
+
+def _findings(results: Path) -> dict | None:
+    path = results / "summary" / "findings.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _best_cell(ok: pd.DataFrame, column: str) -> dict | None:
+    """The cell of highest median, with its n, range, threads and pages."""
+    ok = ok[ok[column].notna()] if column in ok else ok.iloc[:0]
+    if ok.empty:
+        return None
+    medians = ok.groupby("cell")[column].median()
+    cell = medians.idxmax()
+    runs = ok[ok["cell"] == cell]
+    return {"value": float(medians[cell]), "unit": "GB/s", "n": int(len(runs)),
+            "interval": [float(runs[column].min()), float(runs[column].max())], "cell": str(cell),
+            "threads": int(runs["threads"].iloc[0]), "pages": str(runs["pages"].iloc[0])}  # fmt: skip
+
+
+def run_quantities(results: Path, system: str) -> dict:
+    """This run's quantities (the module's docstring) for one system:
+    key -> {value, unit, n, interval, how, threads, pages}."""
+    files = sorted(str(p) for p in (results / system / "runs").glob("**/r*.jsonl"))
+    table = collect.records_table(collect.read_records(files)) if files else pd.DataFrame()
+    ok = undisturbed(table[table["status"] == "ok"]) if "status" in table else table
+    found = {}
+    for op in STREAM_OPS:
+        best = _best_cell(ok[(ok["kernel"] == "stream") & (ok["op"] == op)], "gbps") if not ok.empty else None
+        if best:
+            found[("stream", op)] = {**best, "how": f"STREAM count of the best {op} cell, median of its undisturbed runs"}
+    mix = _best_cell(ok[(ok["kernel"] == "mix") & (ok["op"] == "r1w0")], "gbps") if not ok.empty else None
+    if mix:
+        found["all-read"] = {**mix, "how": "all-reads mix (r1w0) of the best cell, median of its undisturbed runs"}
+    findings = _findings(results) or {}
+    mine = next((s for s in findings.get("systems", []) if s["system"] == system), {"headline": []})
+    for row in mine["headline"]:
+        if row["group"] == "idle latency" and row["value"] is not None and "idle latency" not in found:
+            found["idle latency"] = {**_evidence(row), "how": f"findings.json: idle latency, {row['what']}, {row['how']}"}
+        if row["group"] == "highest memory traffic" and row["value"] is not None and "all-read" not in found:
+            found["all-read"] = {**_evidence(row), "how": f"findings.json: highest memory traffic ({row['what']}, "
+                                 f"{row['how'].split(';')[0]}), not an all-reads mix: this run has none"}  # fmt: skip
+    loaded = next((f for f in findings.get("findings", []) if f["system"] == system and f["kernel"] == "loaded"
+                   and f["value"] is not None and f["unit"] == "ns"), None)  # fmt: skip
+    if loaded:
+        found["loaded latency"] = {**_evidence(loaded), "how": f"findings.json: {loaded['text']}"}
+    return found
+
+
+def _evidence(row: dict) -> dict:
+    return {"value": float(row["value"]), "unit": row["unit"], "n": row["n"], "interval": row["interval"]}
+
+
+def _conditions_text(conditions: dict) -> str:
+    shown = [f"{k} {v}" for k, v in conditions.items() if v is not None and k != "scope"]
+    return "; ".join([conditions.get("scope", "?"), *shown])
+
+
+def _system_file(results: Path, system: str, name: str) -> dict:
+    path = results / system / name
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _run_conditions(results: Path, system: str, mine: dict) -> str:
+    topology = _system_file(results, system, "topology.json")
+    environment = _system_file(results, system, "environment.json")
+    where = f"{len(topology.get('cpus', []))} CPUs{' of a virtual machine' if environment.get('virtualized') else ''}"
+    ran = f", {mine['threads']} threads, {mine['pages']} pages" if "threads" in mine else ""
+    return f"{where} ({topology.get('cpu_model', 'model unknown')}){ran}; {mine['how']}"
+
+
+def _rows(reference: dict, quantities: dict, results: Path, system: str, run_is_new: bool) -> tuple[list, list]:
+    """(rows held, reference numbers this run has no counterpart for)."""
+    rows, unheld = [], []
+    for source, published in reference["numbers"]:
+        key = counterpart(published)
+        mine = quantities.get(key) if key else None
+        what = " ".join(str(published.get(k)) for k in ("kernel", "op") if published.get(k)) + f" {published['quantity']}"
+        if mine is None:
+            why = "this run has no counterpart measured" if key else "membench has no counterpart quantity"
+            unheld.append(f"{what} {published['value']} {published['unit']} ({published.get('statistic')}): {why}")
+            continue
+        theirs = published["value"] * TO_GBPS.get(published["unit"], 1.0)
+        unit = "GB/s" if published["unit"] in TO_GBPS else published["unit"]
+        base_value, new_value = (theirs, mine["value"]) if run_is_new else (mine["value"], theirs)
+        rows.append({
+            "quantity": key if isinstance(key, str) else f"stream {key[1]}", "unit": unit,
+            "reference_value": theirs, "reference_statistic": published.get("statistic"),
+            "reference_note": published.get("note"), "run_value": mine["value"], "run_n": mine["n"],
+            "run_interval": mine["interval"], "ratio": new_value / base_value,
+            "reference_conditions": _conditions_text(published.get("conditions") or {}),
+            "run_conditions": _run_conditions(results, system, mine),
+            "source": published.get("address") or source.get("address"), "date": published.get("date") or source.get("date"),
+            "reference_file": source.get("reference"),
+        })  # fmt: skip
+    return rows, unheld
+
+
+def compare_with_reference(base: str, new: str, out: Path, atlas: list[dict] | None = None) -> dict:
+    """One side ref:NAME, the other a results folder (or dir:system); writes
+    OUT/reference.json and OUT/reference.txt; returns the result."""
+    if base.startswith("ref:") and new.startswith("ref:"):
+        raise ReferenceError(f"{base} and {new}: two published machines; one side must be a run (a results folder or a bundle)")
+    run_is_new = base.startswith("ref:")
+    name, run_spec = (base, new) if run_is_new else (new, base)
+    reference = find_reference(name.removeprefix("ref:"), atlas)
+    results, picked = match.parse_side(run_spec)
+    systems = [picked] if picked else match.systems_in(results)
+    if not systems:
+        raise match.SideError(f"{run_spec}: no results/<system>/runs/ under {results}")
+    result = {"reference": reference["id"], "description": reference["system"]["description"],
+              "run": run_spec, "run_side": "NEW" if run_is_new else "BASE", "method": NO_VERDICT, "systems": []}  # fmt: skip
+    for system in systems:
+        rows, unheld = _rows(reference, run_quantities(results, system), results, system, run_is_new)
+        result["systems"].append({"system": system, "rows": rows, "not_held": unheld})
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "reference.json").write_text(json.dumps(result, indent=1) + "\n")
+    (out / "reference.txt").write_text(reference_text(result))
+    return result
+
+
+def reference_text(result: dict) -> str:
+    """What the terminal shows (and OUT/reference.txt holds)."""
+    base, new = ("ref:" + result["reference"], result["run"])
+    if result["run_side"] == "BASE":
+        base, new = new, base
+    lines = [f"BASE {base}  NEW {new}", f"Published machine {result['reference']}: {result['description']}", NO_VERDICT]
+    for system in result["systems"]:
+        lines.append("")
+        lines.append(f"{system['system']}: {len(system['rows'])} of {len(system['rows']) + len(system['not_held'])} "
+                     "published numbers held against this run")  # fmt: skip
+        for row in system["rows"]:
+            spread = f", range {number(row['run_interval'][0], 1)}-{number(row['run_interval'][1], 1)}" if row["run_interval"] else ""
+            lines += [
+                f"  {row['quantity']}: ratio NEW/BASE {row['ratio']:.2f}; published {number(row['reference_value'], 1)} "
+                f"{row['unit']} ({row['reference_statistic']}), this run {number(row['run_value'], 1)} {row['unit']} "
+                f"(median, n={row['run_n']}{spread})",
+                f"    published under: {row['reference_conditions']}",
+                f"    this run: {row['run_conditions']}",
+                f"    source: {row['source']} ({row['date']}, references/machines/{row['reference_file']}.yaml)",
+            ]  # fmt: skip
+        lines += [f"  not held: {text}" for text in system["not_held"]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,161 @@
+"""`make reference BUNDLE=run.crate.zip NAME=slug ADDRESS=https://...`: a
+checked bundle becomes references/machines/NAME.yaml, one published machine
+of the atlas (workflow/schemas/references.schema.yaml).
+
+The machine (model, sockets, cores, CPUs, memory, ISA) and the conditions
+(a virtual machine or not, threads, pages, compiler, kernel) come from the
+bundle's topology.json and environment.json; the date from findings.json
+(the last run's end) or, without it, the day the crate was written; the
+numbers are this run's quantities as `make compare BASE=ref:NAME` reads a
+run (membench.compare.reference.run_quantities), so a later run held
+against the entry is held quantity for quantity. ADDRESS is where the
+bundle is published: a reference names its source.
+
+A damaged bundle, a NAME already in the atlas (as a file or as a machine)
+or an entry the schema refuses is refused in one line; nothing is written
+then."""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from membench.compare import reference
+from membench.compare.match import systems_in
+from membench.core import paths
+from membench.store import bundle_check
+
+REFERENCES_SCHEMA = paths.SCHEMA_DIR / "references.schema.yaml"
+NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def _vendor_and_isa(topology: dict) -> tuple[str | None, str | None]:
+    model, flags = topology.get("cpu_model", ""), set(topology.get("cpu_flags", []))
+    vendor = "intel" if "Intel" in model else "amd" if "AMD" in model else None
+    isa = "x86_64" if "sse2" in flags else "aarch64" if "asimd" in flags else None
+    return vendor, isa
+
+
+def _date(findings: dict | None, crate_date: str | None) -> str:
+    last_end = ((findings or {}).get("records") or {}).get("last_end")
+    if last_end:
+        return datetime.fromtimestamp(last_end, timezone.utc).strftime("%Y-%m-%d")
+    return str(crate_date or datetime.now(timezone.utc).isoformat())[:10]
+
+
+def system_entry(name: str, topology: dict, environment: dict, findings_system: dict | None) -> dict:
+    vendor, isa = _vendor_and_isa(topology)
+    nodes = topology.get("nodes", [])
+    memory = sum(n.get("memory_bytes") or 0 for n in nodes)
+    peak = next((r["value"] for r in (findings_system or {}).get("headline", [])
+                 if r["group"] == "theoretical peak" and r["value"]), None)  # fmt: skip
+    guest = " virtual machine" if environment.get("virtualized") else ""
+    return {
+        "id": name, "description": f"{topology.get('cpu_model', 'CPU model unknown')}, a {len(topology.get('cpus', []))}-CPU"
+        f"{guest or ' machine'} measured with membench (host {environment.get('hostname', '?')})",
+        "sockets": topology.get("packages") or None, "cores": topology.get("cores") or None,
+        "memory": f"{memory / 2**30:.0f} GiB over {len(nodes)} NUMA node(s); type not probed" if memory else None,
+        "peak_gbps": peak, "cpu_model": topology.get("cpu_model") or None, "vendor": vendor, "isa": isa,
+        "threads": len(topology.get("cpus", [])) or None,
+    }  # fmt: skip
+
+
+def number_entries(name: str, quantities: dict, topology: dict, environment: dict, address: str, date: str) -> list[dict]:
+    """One atlas number per run quantity that a reference can state."""
+    _, isa = _vendor_and_isa(topology)
+    cpus = len(topology.get("cpus", []))
+    scope = f"{cpus} CPUs{' of a virtual machine' if environment.get('virtualized') else ''}, " \
+            f"{topology.get('packages') or '?'} socket(s), {len(topology.get('nodes', []))} NUMA node(s)"  # fmt: skip
+    common = {"address": address, "date": date}
+    shape = {
+        "all-read": {"quantity": "bandwidth", "kernel": "mix", "op": "r1w0"},
+        "idle latency": {"quantity": "latency", "kernel": "chase", "level": "local_memory"},
+        "loaded latency": {"quantity": "latency", "kernel": "loaded"},
+    }
+    numbers = []
+    for key, mine in quantities.items():
+        if key == "all-read" and "not an all-reads mix" in mine["how"]:
+            continue  # the highest memory traffic stands in for a missing mix on the first screen; it is no all-read number
+        cell = {"quantity": "bandwidth", "kernel": "stream", "op": key[1]} if isinstance(key, tuple) else shape[key]
+        spread = f", range {mine['interval'][0]:.1f}-{mine['interval'][1]:.1f}" if mine.get("interval") else ""
+        conditions = {"scope": scope, "benchmark": f"membench {' '.join(str(v) for v in cell.values() if v != cell['quantity'])}",
+                      "threads": mine.get("threads"), "page_size": mine.get("pages"), "isa": isa,
+                      "compiler": environment.get("compiler"),
+                      "os": f"Linux {environment['kernel']}" if environment.get("kernel") else None}  # fmt: skip
+        if key == "all-read":
+            conditions["read_share"] = 1.0
+        threads = {"threads": mine["threads"]} if mine.get("threads") else {}
+        numbers.append({
+            "system": name, **cell, "unit": mine["unit"], "value": round(float(mine["value"]), 1), **threads,
+            "statistic": "median",
+            "note": f"{mine['how']} (n={mine['n']}{spread})", **common,
+            "conditions": {k: v for k, v in conditions.items() if v is not None},
+        })  # fmt: skip
+    return numbers
+
+
+def schema_problems(document: dict) -> list[str]:
+    schema = yaml.safe_load(REFERENCES_SCHEMA.read_text())
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}"
+            for e in jsonschema.Draft7Validator(schema).iter_errors(document)]  # fmt: skip
+
+
+def refuse(what: str) -> bundle_check.BundleRefused:
+    return bundle_check.BundleRefused(f"reference: refused: {what}")
+
+
+def entry_from_bundle(bundle: Path, name: str, address: str, findings_schema: Path, atlas_dir: Path,
+                      system: str | None = None) -> dict:  # fmt: skip
+    """The atlas document for the bundle (checked first), or BundleRefused."""
+    if not NAME.match(name or ""):
+        raise refuse(f"NAME={name!r}: a slug of lower-case letters, digits and _ (starting with a letter)")
+    if (atlas_dir / f"{name}.yaml").exists():
+        raise refuse(f"{atlas_dir / f'{name}.yaml'}: already exists; choose another NAME")
+    taken = reference.known_names(reference.load_atlas(atlas_dir))
+    if name in taken:
+        raise refuse(f"NAME={name}: already a machine of the atlas (ref:{name}); choose another NAME")
+    if not address.startswith("https://"):
+        raise refuse(f"ADDRESS={address!r}: the https:// address where the bundle is published (a reference names its source)")
+    crate = bundle_check.check_bundle(bundle, findings_schema)
+    with tempfile.TemporaryDirectory(prefix="membench-reference-") as unpacked:
+        results = bundle_check.open_bundle(bundle, Path(unpacked) / "run", findings_schema) / "results"
+        systems = [system] if system else systems_in(results)
+        if len(systems) != 1 or not (results / systems[0] / "runs").is_dir():
+            raise refuse(f"{bundle}: holds systems {', '.join(systems_in(results)) or 'none'}; pick one with SYSTEM=")
+        picked = systems[0]
+        topology = json.loads((results / picked / "topology.json").read_text())
+        environment_path = results / picked / "environment.json"
+        environment = json.loads(environment_path.read_text()) if environment_path.is_file() else {}
+        findings_path = results / "summary" / "findings.json"
+        findings = json.loads(findings_path.read_text()) if findings_path.is_file() else None
+        quantities = reference.run_quantities(results, picked)
+    date = _date(findings, crate.root_dataset.get("datePublished"))
+    numbers = number_entries(name, quantities, topology, environment, address, date)
+    if not numbers:
+        raise refuse(f"{bundle}: no quantity a reference states (STREAM, an all-reads mix, idle or loaded latency)")
+    findings_system = next((s for s in (findings or {}).get("systems", []) if s["system"] == picked), None)
+    document = {
+        "reference": name, "title": f"membench run of {picked}: {topology.get('cpu_model', '?')}",
+        "publisher": "membench bundle (make reference)", "address": address, "date": date,
+        "note": f"Made by make reference from {bundle.name} (system {picked}); each number is a median of "
+                "undisturbed runs, its range and n in its note.",
+        "systems": [system_entry(name, topology, environment, findings_system)], "numbers": numbers,
+    }  # fmt: skip
+    problems = schema_problems(document)
+    if problems:
+        raise refuse(f"the entry breaks references.schema.yaml: {problems[0]}")
+    return document
+
+
+def write_entry(document: dict, atlas_dir: Path) -> Path:
+    path = atlas_dir / f"{document['reference']}.yaml"
+    header = "# A membench run made a reference by `make reference` (docs/bundle.md).\n"
+    with open(path, "x") as out:  # "x": never over a file written meanwhile
+        out.write(header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120))
+    return path
