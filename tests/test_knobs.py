@@ -4,6 +4,7 @@ the config schema and the record schema; the read-back tables and series
 axes derived from it read stored records as before."""
 
 import ast
+from dataclasses import MISSING
 from pathlib import Path
 
 import pytest
@@ -115,8 +116,17 @@ def test_the_request_fields_are_the_tables():
     fields = set(Request.__dataclass_fields__)
     assert {k.request for k in knobs.TABLE if k.request} <= fields
     for name, spec in Knobs.__dataclass_fields__.items():
-        assert spec.default == knobs.default(name), name
+        assert spec.default in (knobs.default(name), MISSING), name
     assert request.WHERE_THEY_APPLY == knobs.request_only_where_they_apply()
+
+
+def test_a_cell_and_its_request_share_their_knobs_from_one_class():
+    """Cell and Request restate none of each other's fields: what both
+    carry under one name is Knobs (pages alone means two things: as the
+    config names it, and as the harness is asked)."""
+    cell, req, shared = (set(c.__dataclass_fields__) for c in (grammar.Cell, Request, Knobs))
+    assert cell & req == shared | {"pages"}
+    assert shared == {k.name for k in knobs.TABLE if k.request == k.name} & cell
 
 
 def test_the_read_back_tables_are_those_stored_runs_were_read_with():

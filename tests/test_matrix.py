@@ -81,7 +81,8 @@ def test_experiment_overrides_repeats_and_ntimes(schema_path, table):
 
 
 def test_cell_ids_are_path_safe():
-    cell = matrix.Cell("e", "stream", "default", 2, "cpus:0-3,8", "interleave:0,1", "4k", "serial", "auto", 1, 2)
+    cell = matrix.Cell(experiment="e", kernel="stream", variant="default", threads=2, affinity="cpus:0-3,8",
+                       policy="interleave:0,1", pages="4k", init="serial", size="auto", repeats=1, ntimes=2)
     assert ":" not in cell.id and "," not in cell.id
     assert cell.id == "e/stream-default/t2_cpus=0-3+8_interleave=0+1_4k_serial_sauto"
 

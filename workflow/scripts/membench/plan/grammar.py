@@ -13,7 +13,7 @@ import re
 import socket
 from dataclasses import asdict, dataclass
 
-from membench.plan import families
+from membench.plan import families, knobs
 from membench.plan.c2c_pairs import pair_specs
 from membench.plan.knobs import DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING, group_text  # noqa: F401 (named here too)
 from membench.plan.request import Knobs
@@ -57,24 +57,17 @@ class ConfigError(ValueError):
         super().__init__(f"invalid membench config ({len(problems)} {noun}):\n{lines}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Cell(Knobs):
     """One point of an experiment's matrix, as requested (before the host
-    resolves "all" threads or "auto" size); its defaulted knobs (Knobs) are
-    the request's (membench.plan.request)."""
+    resolves "all" threads or "auto" size): the knobs it shares with its
+    request (membench.plan.request.Knobs), its experiment, pages as the
+    config names them, its repetitions, and the op loaded's load threads run."""
 
     experiment: str
-    kernel: str
-    variant: str
-    threads: int | str
-    affinity: str
-    policy: str
     pages: str
-    init: str
-    size: int | str
     repeats: int
-    ntimes: int
-    load_op: str = "triad"
+    load_op: str = knobs.default("load_op")
 
     @property
     def id(self) -> str:

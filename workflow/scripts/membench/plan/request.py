@@ -2,9 +2,9 @@
 the config's cell to the harness's argv (membench.measure.harness resolves
 it on the host and turns it into flags from the binary's option table).
 
-Its knobs' defaults are written once, in `Knobs` (a cell and a request both
-carry them); those the harness also defaults are checked against its option
-tables (--list-options) by tests/test_request.py. Its JSON (`as_dict`) is
+What a cell and its request both carry is one class, `Knobs`; every
+default is the knob table's (membench.plan.knobs; tests/test_knobs.py holds
+it against the harness's option tables and the schemas). Its JSON (`as_dict`) is
 what a round digests: stored runs are kept by that digest, so its keys and
 values stay those of every earlier membench (tests/test_request.py pins
 them for every family).
@@ -27,9 +27,20 @@ _DEFAULT = knobs.default
 
 @dataclass(frozen=True, kw_only=True)
 class Knobs:
-    """The knobs of a cell and of its request that have a default; each
-    default is the knob table's (membench.plan.knobs)."""
+    """What a cell and its request both carry, as the config writes it
+    (threads may be "all", size may be "auto", policy may be "remote"):
+    the knobs the table (membench.plan.knobs) names alike in both, each
+    default the table's. Cell (membench.plan.grammar) and Request add what
+    is theirs alone."""
 
+    kernel: str
+    variant: str
+    threads: int | str
+    affinity: str
+    policy: str
+    init: str
+    size: int | str
+    ntimes: int
     prefetch_distance: int | str = _DEFAULT("prefetch_distance")  # "variant": the binary's built-in distance
     load_delay: int = _DEFAULT("load_delay")
     sweep_from: int = _DEFAULT("sweep_from")
@@ -42,23 +53,16 @@ class Knobs:
     c2c_roundtrips: int = _DEFAULT("c2c_roundtrips")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Request(Knobs):
-    """What a cell asks for, as in the config (threads may be "all", size
-    may be "auto", policy may be "remote"); `pages` is the page size the
-    variant declares where the config says "variant" (pages_requested)."""
+    """What one repetition of a cell asks for: its knobs, the system, the
+    ops, the repetition and the variant's features; `pages` is the page
+    size the variant declares where the config says "variant"
+    (pages_requested)."""
 
     system: str
-    kernel: str
-    variant: str
     ops: tuple[str, ...]
-    threads: int | str
-    affinity: str
-    policy: str
     pages: str
-    init: str
-    size: int | str
-    ntimes: int
     repeat: int | None
     pages_requested: str = "4k"
     features: dict = field(default_factory=dict)
@@ -68,15 +72,13 @@ class Request(Knobs):
         """The request of one repetition of a cell (membench.plan.grammar.Cell)."""
         traits = families.family(cell.kernel)
         ops = [getattr(cell, traits.op_knob)] if traits.op_knob else variants_table["families"][cell.kernel]["ops"]
-        knobs = {name: getattr(cell, name) for name in Knobs.__dataclass_fields__}
+        shared = {name: getattr(cell, name) for name in Knobs.__dataclass_fields__}
         return cls(
-            system=system, kernel=cell.kernel, variant=cell.variant, ops=tuple(ops), threads=cell.threads,
-            affinity=cell.affinity, policy=cell.policy, init=cell.init, size=cell.size, ntimes=cell.ntimes,
-            repeat=repeat, pages_requested=cell.pages,
+            system=system, ops=tuple(ops), repeat=repeat, pages_requested=cell.pages,
             pages=(variants.declared_pages(variants_table, cell.kernel, cell.variant)
                    if cell.pages == "variant" else cell.pages),
             features=variants.features(variants_table, cell.kernel, cell.variant),
-            **knobs,
+            **shared,
         )  # fmt: skip
 
     @classmethod
