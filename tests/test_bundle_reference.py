@@ -40,6 +40,8 @@ PLANTED = {
          "conditions": {"scope": "whole node", "benchmark": "STREAM copy"}},
         {"quantity": "latency", "unit": "ns", "value": 100.0, "kernel": "chase", "level": "local_memory",
          "statistic": "mean", "conditions": {"scope": "one core", "benchmark": "pointer chase"}},
+        {"quantity": "bandwidth", "unit": "GB/s", "value": 160.0, "kernel": "mix", "statistic": "max",
+         "conditions": {"scope": "one socket", "benchmark": "Mess, 100% reads", "read_share": 1.0}},
         {"quantity": "latency", "unit": "cycles", "value": 300.0, "kernel": "chase", "level": "local_memory",
          "statistic": "mean", "conditions": {"scope": "one core", "benchmark": "pointer chase"}},
     ],
@@ -55,7 +57,9 @@ def run(tmp_path_factory) -> Path:
     synthetic_runs.write_affinity_study(work, "aff", [1, 4], repeats=3, machine="2x4x2", system="box")
     (work / "results" / "summary").mkdir()
     headline = [{"group": "idle latency", "what": "local", "how": "4k pages", "value": 90.0, "unit": "ns", "n": 3,
-                 "interval": [88.0, 93.0], "cells": [], "link": "#x"}]  # fmt: skip
+                 "interval": [88.0, 93.0], "cells": [], "link": "#x"},
+                {"group": "highest memory traffic", "what": "stream", "how": "triad, 4 threads; STREAM count 60 GB/s",
+                 "value": 80.0, "unit": "GB/s", "n": 3, "interval": [79.0, 81.0], "cells": [], "link": "#y"}]  # fmt: skip
     loaded = {"system": "box", "kernel": "loaded", "value": 150.0, "unit": "ns", "n": 2, "interval": [149.0, 151.0],
               "text": "at 30 GB/s of load: 150 ns"}  # fmt: skip
     findings = {"systems": [{"system": "box", "headline": headline}], "findings": [loaded]}
@@ -91,7 +95,9 @@ def test_a_run_against_a_published_machine_gives_ratios_and_conditions_not_verdi
     loaded_atlas = reference.load_atlas(atlas)
     result = reference.compare_with_reference("ref:planted_box", str(run), tmp_path / "out", loaded_atlas)
     rows = {row["quantity"]: row for row in result["systems"][0]["rows"]}
-    assert sorted(rows) == ["idle latency", "stream copy", "stream triad"]
+    stand_in = "highest memory traffic (against all reads)"  # no all-reads mix in this run: said so
+    assert sorted(rows) == [stand_in, "idle latency", "stream copy", "stream triad"]
+    assert rows[stand_in]["ratio"] == pytest.approx(0.5) and "not an all-reads mix" in rows[stand_in]["run_conditions"]
     assert rows["stream triad"]["ratio"] == pytest.approx(best_stream_median(run, "triad") / 50.0)
     assert rows["stream copy"]["ratio"] == pytest.approx(best_stream_median(run, "copy") / 40.0)  # MB/s read as 10^6 B/s
     assert rows["idle latency"]["ratio"] == pytest.approx(0.9)
@@ -136,6 +142,7 @@ def test_a_bundle_becomes_a_reference_that_reads_back_as_its_own_run(run, atlas,
     values = {(n["kernel"], n.get("op") or n.get("level")): n["value"] for n in document["numbers"]}
     assert values[("stream", "triad")] == round(best_stream_median(run, "triad"), 1)
     assert values[("chase", "local_memory")] == 90.0 and values[("loaded", None)] == 150.0
+    assert "mix" not in {n["kernel"] for n in document["numbers"]}, "a stand-in is no all-reads number"
     assert all(n["conditions"]["os"] == "Linux synthetic" for n in document["numbers"])
     path = reference_entry.write_entry(document, atlas)
     assert path == atlas / "my_box.yaml" and schema_errors(yaml.safe_load(path.read_text())) == []
