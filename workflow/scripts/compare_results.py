@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Compare two result sets: `make compare BASE=<dir> NEW=<dir>` (README,
 "Comparing two result sets"). Exit code 1 when any cell is worse, 2 on bad
-input, 0 otherwise."""
+input, 0 otherwise. Either side may be ref:NAME, a published machine of
+references/machines (docs/bundle.md): ratios and conditions, no verdict,
+exit 0 once compared."""
 
 import argparse
 import json
@@ -65,7 +67,7 @@ def side_file_problems(base: str, new: str) -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("base", help="BASE: a run directory, a results directory, or either as DIR:SYSTEM")
+    parser.add_argument("base", help="BASE: a run directory, a results directory, either as DIR:SYSTEM, or ref:NAME (a published machine)")
     parser.add_argument("new", help="NEW: as BASE")
     parser.add_argument("--out", type=Path, default=Path("compare"), help="output directory (default: compare/)")
     parser.add_argument("--threshold", type=float, default=2.0,
