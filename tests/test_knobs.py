@@ -199,3 +199,13 @@ def test_a_knob_is_shown_in_its_unit():
 def test_the_families_a_knob_applies_to_are_the_family_tables():
     assert knobs.knob("chase_spacing").families() == ["chase", "loaded"]
     assert knobs.knob("ntimes").families() == list(families.FAMILIES)
+
+
+def test_the_random_chase_options_are_one_set_of_rows_in_both_families(option_listings):
+    """chase and loaded take the random chase's options from one macro
+    (MB_CHASE_RANDOM_OPTIONS): the same rows, help included, in both."""
+    shared = ("group", "seed", "chunk-ms", "spacing")
+    rows = {family: [o for o in option_listings[family]["family_options"] if o["name"] in shared]
+            for family in ("chase", "loaded")}  # fmt: skip
+    assert [o["name"] for o in rows["chase"]] == list(shared)
+    assert rows["chase"] == rows["loaded"]

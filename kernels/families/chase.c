@@ -80,23 +80,14 @@
 
 #define CHASE_MAX_POINTS 4096
 
-/* family options (order = ctx->opt index) */
+/* family options (order = ctx->opt index; the last four: MB_CHASE_RANDOM_OPTIONS) */
 enum { OPT_SWEEP_FROM, OPT_PPO, OPT_STRIDE, OPT_GROUP, OPT_SEED, OPT_CHUNK_MS, OPT_SPACING };
-#define CHASE_DEFAULT_GROUP (256 * 1024) /* multichase's 64 pages */
 const mb_famopt_t mb_chase_options[] = {
     {"sweep-from", "BYTES", 4096, 64, 1LL << 50,
      "smallest working set of the sweep (the largest is --size)", NULL},
     {"points-per-octave", "N", 2, 1, 64, "log-spaced working sets per doubling", NULL},
     {"stride", "BYTES", 64, 8, 1LL << 30, "stride of op stride (a multiple of 8)", NULL},
-    {"group", "BYTES|full", CHASE_DEFAULT_GROUP, 64, 1LL << 50,
-     "op random: bytes per group, a multiple of --spacing (pointers visited in "
-     "random order inside a group, groups in random order); full = one random "
-     "cycle over the whole working set", "full"},
-    {"seed", "N", 20240601, 0, (1LL << 62), "random seed of the permutation (recorded)", NULL},
-    {"chunk-ms", "MS", 10, 1, 10000, "minimum duration of one timed chunk", NULL},
-    {"spacing", "BYTES", MB_CHASE_DEFAULT_SPACING, 0, 1LL << 40,
-     "op random: bytes per pointer slot (one pointer per slot), a power of two from "
-     "the line size to a page; 256 = multichase's default stride", NULL},
+    MB_CHASE_RANDOM_OPTIONS,
     {NULL, NULL, 0, 0, 0, NULL, NULL},
 };
 
@@ -301,14 +292,14 @@ int mb_chase_run(mb_run_ctx_t *ctx)
     const long long *opt = ctx->opt;
     size_t line = mb_line_bytes();
     size_t spacing = (size_t)opt[OPT_SPACING];
-    if (mb_chase_check_spacing("chase", spacing, line) != 0)
+    size_t group = (size_t)opt[OPT_GROUP]; /* bytes; 0 = full */
+    if (mb_chase_check_options("chase", spacing, group, line) != 0)
         exit(2);
     /* working sets are whole pointer slots (spacing >= line) */
     size_t size = ctx->size_bytes / spacing * spacing;
     size_t from = (size_t)opt[OPT_SWEEP_FROM];
     size_t stride = (size_t)opt[OPT_STRIDE];
     int ppo = (int)opt[OPT_PPO];
-    size_t group = (size_t)opt[OPT_GROUP]; /* bytes; 0 = full */
     unsigned long long seed = (unsigned long long)opt[OPT_SEED];
     double chunk_ns = (double)opt[OPT_CHUNK_MS] * 1e6;
 
@@ -322,11 +313,6 @@ int mb_chase_run(mb_run_ctx_t *ctx)
     if (from > size) {
         fprintf(stderr, "membench chase: invalid value '%zu' for --sweep-from; allowed: at "
                         "most --size (%zu)\n", from, ctx->size_bytes);
-        exit(2);
-    }
-    if (group % spacing != 0) {
-        fprintf(stderr, "membench chase: invalid value '%zu' for --group; allowed: a "
-                        "multiple of the pointer spacing (%zu bytes), or full\n", group, spacing);
         exit(2);
     }
     if (stride % sizeof(void *) != 0) {

@@ -32,19 +32,25 @@
 
 /* ----------------------------------------------------------- utilities */
 
-int mb_chase_check_spacing(const char *family, size_t spacing, size_t line)
+int mb_chase_check_options(const char *family, size_t spacing, size_t group, size_t line)
 {
-    if (spacing >= line && spacing <= MB_CHASE_MAX_SPACING && (spacing & (spacing - 1)) == 0)
-        return 0;
-    char allowed[128] = "";
-    size_t len = 0;
-    for (size_t s = line; s <= MB_CHASE_MAX_SPACING && len < sizeof allowed - 16; s *= 2)
-        len += (size_t)snprintf(allowed + len, sizeof allowed - len, "%s%zu",
-                                s == line ? "" : ", ", s);
-    fprintf(stderr, "membench %s: invalid value '%zu' for --spacing; allowed: %s (a power of "
-                    "two from the cache line size, %zu bytes, to a page)\n", family, spacing,
-            allowed, line);
-    return -1;
+    if (spacing < line || spacing > MB_CHASE_MAX_SPACING || (spacing & (spacing - 1)) != 0) {
+        char allowed[128] = "";
+        size_t len = 0;
+        for (size_t s = line; s <= MB_CHASE_MAX_SPACING && len < sizeof allowed - 16; s *= 2)
+            len += (size_t)snprintf(allowed + len, sizeof allowed - len, "%s%zu",
+                                    s == line ? "" : ", ", s);
+        fprintf(stderr, "membench %s: invalid value '%zu' for --spacing; allowed: %s (a power "
+                        "of two from the cache line size, %zu bytes, to a page)\n", family,
+                spacing, allowed, line);
+        return -1;
+    }
+    if (group % spacing != 0) {
+        fprintf(stderr, "membench %s: invalid value '%zu' for --group; allowed: a multiple of "
+                        "the pointer spacing (%zu bytes), or full\n", family, group, spacing);
+        return -1;
+    }
+    return 0;
 }
 
 static unsigned long long splitmix64(unsigned long long *s)

@@ -19,9 +19,29 @@
  * a page.  The default is multichase's default stride. */
 #define MB_CHASE_DEFAULT_SPACING 256
 #define MB_CHASE_MAX_SPACING 4096
-/* 0 if spacing is allowed with this line size; else -1 after printing
- * "membench <family>: invalid value ... for --spacing; allowed: ..." */
-MB_WEAK int mb_chase_check_spacing(const char *family, size_t spacing, size_t line);
+/* Bytes per group of the random chase: multichase's 64 pages. */
+#define MB_CHASE_DEFAULT_GROUP (256 * 1024)
+/* The random chase's option rows, written once for the two families that
+ * chase (chase and loaded): they end both option tables, in this order, so
+ * each family's enum of option indices ends GROUP, SEED, CHUNK_MS, SPACING.
+ * membench's knob table (workflow/scripts/membench/plan/knobs.py) reads the
+ * defaults through --list-options. */
+#define MB_CHASE_RANDOM_OPTIONS                                                                  \
+    {"group", "BYTES|full", MB_CHASE_DEFAULT_GROUP, 64, 1LL << 50,                               \
+     "the random chase: bytes per group, a multiple of --spacing (pointers visited in random "   \
+     "order inside a group, groups in random order); full = one random cycle over the whole "     \
+     "working set", "full"},                                                                      \
+    {"seed", "N", 20240601, 0, (1LL << 62), "random seed of the chase's permutation (recorded)",  \
+     NULL},                                                                                       \
+    {"chunk-ms", "MS", 10, 1, 10000, "minimum duration of one timed chase chunk", NULL},         \
+    {"spacing", "BYTES", MB_CHASE_DEFAULT_SPACING, 0, 1LL << 40,                                 \
+     "the random chase: bytes per pointer slot (one pointer per slot), a power of two from the " \
+     "line size to a page; 256 = multichase's default stride", NULL}
+/* The checks chase and loaded make alike of those options: 0 if --spacing
+ * is allowed with this line size and --group (bytes; 0 = full) is a
+ * multiple of it; else -1 after printing "membench <family>: invalid value
+ * ... for --spacing (or --group); allowed: ...". */
+MB_WEAK int mb_chase_check_options(const char *family, size_t spacing, size_t group, size_t line);
 /* Byte offset of slot i's pointer from base: the slot's start plus one
  * whole 64-byte line of the slot (slots over 64 bytes), from a hash of the
  * slot index, so that every set of every cache level holds pointers.

@@ -44,14 +44,7 @@ const mb_famopt_t mb_loaded_options[] = {
      "injection delay: pause iterations the load threads spin after every block "
      "(0 = flat out)", NULL},
     {"delay-every", "LINES", 8, 1, 1 << 20, "cache lines per array per block", NULL},
-    {"group", "BYTES|full", 256 * 1024, 64, 1LL << 50,
-     "bytes per group of the random chase, a multiple of --spacing (as "
-     "chase); full = one random cycle over the whole working set", "full"},
-    {"seed", "N", 20240601, 0, (1LL << 62), "random seed of the chase permutation", NULL},
-    {"chunk-ms", "MS", 10, 1, 10000, "minimum duration of one timed chase chunk", NULL},
-    {"spacing", "BYTES", MB_CHASE_DEFAULT_SPACING, 0, 1LL << 40,
-     "bytes per pointer slot of the random chase, a power of two from the line size "
-     "to a page (as chase)", NULL},
+    MB_CHASE_RANDOM_OPTIONS,
     {NULL, NULL, 0, 0, 0, NULL, NULL},
 };
 
@@ -259,7 +252,7 @@ int mb_loaded_run(mb_run_ctx_t *ctx)
 {
     size_t line = mb_line_bytes();
     size_t spacing = (size_t)ctx->opt[OPT_SPACING];
-    if (mb_chase_check_spacing("loaded", spacing, line) != 0)
+    if (mb_chase_check_options("loaded", spacing, (size_t)ctx->opt[OPT_GROUP], line) != 0)
         exit(2);
     size_t size = ctx->size_bytes / spacing * spacing; /* whole pointer slots */
     if (size < spacing || ctx->size_bytes < (size_t)ctx->opt[OPT_EVERY] * line) {
@@ -272,12 +265,6 @@ int mb_loaded_run(mb_run_ctx_t *ctx)
         snprintf(ctx->reason, sizeof ctx->reason, "--size %zu has more than 2^32 pointer slots",
                  size);
         return MB_FAILED;
-    }
-    if ((size_t)ctx->opt[OPT_GROUP] % spacing != 0) {
-        fprintf(stderr, "membench loaded: invalid value '%lld' for --group; allowed: a "
-                        "multiple of the pointer spacing (%zu bytes), or full\n",
-                ctx->opt[OPT_GROUP], spacing);
-        exit(2);
     }
     int t = ctx->plan ? mb_thread_on_core_of(ctx->plan, ctx->threads, 0) : -1; /* chaser's core: no load */
     if (t > 0) {

@@ -13,7 +13,8 @@
 
 #define LOADED_SCALAR 3.0
 
-/* the family's options, in mb_loaded_options[] order (loaded.c) */
+/* the family's options, in mb_loaded_options[] order (loaded.c; the last
+ * four: MB_CHASE_RANDOM_OPTIONS of chase_cycle.h) */
 enum { OPT_DELAY, OPT_EVERY, OPT_GROUP, OPT_SEED, OPT_CHUNK_MS, OPT_SPACING };
 
 /* per load thread */
