@@ -4,7 +4,7 @@ sys.stderr = open(snakemake.log[0], "w")
 
 import json  # noqa: E402
 
-from membench.core import last_words, manifests  # noqa: E402
+from membench.core import last_words, layout, manifests  # noqa: E402
 from membench.core.store_errors import store_error  # noqa: E402
 from membench.plan import variants  # noqa: E402
 from membench.plan import grammar
@@ -28,7 +28,7 @@ inputs = [inputs] if isinstance(inputs, str) else list(inputs)
 if inputs and inputs[0].endswith(".txt"):
     inputs = manifests.read_stored_index(inputs[0])
 runs = [path for path in inputs if path.endswith(".jsonl")]
-moved = claims.claim(f"results/{snakemake.wildcards.system}/runs", cells, runs).moved
+moved = claims.claim(str(layout.runs_dir("results", snakemake.wildcards.system)), cells, runs).moved
 expected = Expected(cells + list({c.id: c for c in moved.values()}.values()), table, moved)
 try:
     collect_runs(inputs, snakemake.output[0], snakemake.input.topology, expected)

@@ -11,6 +11,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from membench.core import layout
 from membench.plan import checks, config_limits, estimate, grammar, variants
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,8 +22,8 @@ def stored_left(cells, results: Path, systems: list[str]) -> dict[str, int]:
     left: dict[str, int] = {}
     for cell in cells:
         for system in systems:
-            runs = results / system / "runs" / cell.id
-            done = sum((runs / f"r{k}.jsonl").is_file() for k in range(cell.repeats))
+            runs = layout.runs_dir(results, system)
+            done = sum(Path(layout.run_path(runs, cell, k)).is_file() for k in range(cell.repeats))
             left[cell.id] = left.get(cell.id, 0) + cell.repeats - done
     return left
 
@@ -33,7 +34,7 @@ def stored_seconds(cells, results: Path, systems: list[str]) -> dict[str, float]
     seconds: dict[str, list[float]] = {}
     for cell in cells:
         for system in systems:
-            for path in (results / system / "runs" / cell.id).glob("r*.jsonl"):
+            for path in (layout.runs_dir(results, system) / cell.id).glob(layout.RUN_GLOB):
                 try:
                     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
                     took = max(r["t_end"] for r in records) - min(r["t_start"] for r in records)

@@ -20,7 +20,55 @@ from pathlib import Path
 RUNS = "runs"
 ROUNDS = "rounds"
 SUPERSEDED = "superseded"
+TOPOLOGY = "topology.json"
+ENVIRONMENT = "environment.json"
+MEASUREMENTS = "measurements.csv"
+SYSTEM_FILES = (TOPOLOGY, ENVIRONMENT)  # the probe's, beside runs/
 RUN_FILE = re.compile(r"^r([0-9]+)\.jsonl$")
+RUN_GLOB = "r*.jsonl"
+# a cell id: <experiment>/<kernel>-<variant>/<axes>
+CELL_PARTS = 3
+
+
+def system_dir(results: str | Path, system: str) -> Path:
+    return Path(results) / system
+
+
+def runs_dir(results: str | Path, system: str) -> Path:
+    return Path(results) / system / RUNS
+
+
+def rounds_dir(results: str | Path, system: str) -> Path:
+    return Path(results) / system / ROUNDS
+
+
+def topology_path(results: str | Path, system: str) -> Path:
+    return Path(results) / system / TOPOLOGY
+
+
+def environment_path(results: str | Path, system: str) -> Path:
+    return Path(results) / system / ENVIRONMENT
+
+
+def systems_with_runs(results: str | Path) -> list[str]:
+    """The systems of a results folder that hold runs/, by name."""
+    return sorted(p.name for p in Path(results).iterdir() if (p / RUNS).is_dir())
+
+
+def run_parts(path: str | Path) -> dict | None:
+    """system, cell id, experiment, kernel-variant and repeat from a
+    repetition file's path (…/<system>/runs/<experiment>/<kernel>-<variant>/<axes>/r<k>.jsonl),
+    the last runs/ of the path naming it; None for any other path."""
+    parts = str(path).split("/")
+    match = RUN_FILE.match(parts[-1]) if parts else None
+    if not match or RUNS not in parts[:-1]:
+        return None
+    at = len(parts) - 1 - parts[::-1].index(RUNS)
+    cell = parts[at + 1 : -1]
+    if at < 1 or len(cell) != CELL_PARTS:
+        return None
+    return {"system": parts[at - 1], "cell": "/".join(cell), "experiment": cell[0], "kernel_variant": cell[1],
+            "repeat": int(match.group(1))}  # fmt: skip
 
 
 def binary_path(bin_dir: str, cell) -> str:

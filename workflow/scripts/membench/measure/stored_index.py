@@ -74,13 +74,3 @@ def _inode(path) -> tuple[int, int] | None:
         return None
     return stat.st_dev, stat.st_ino
 
-
-def recorded_name(path: str) -> tuple[str, str] | None:
-    """(experiment, cell) a repetition file's path gives it
-    (.../runs/<cell>/r<k>.jsonl, cell = <experiment>/<kernel-variant>/<axes>):
-    a renamed experiment's adopted files report under the new name."""
-    parts = Path(path).parts
-    if "runs" not in parts or len(parts) < parts.index("runs") + 5:
-        return None
-    cell = parts[parts.index("runs") + 1 : -1]
-    return cell[0], "/".join(cell)

@@ -22,6 +22,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from membench.core import layout
 from membench.plan import families
 
 CLASSES = ("smt", "same_l2", "same_l3", "same_package", "other_package")
@@ -202,7 +203,7 @@ def plan_lines(cells, systems: list[str], remote: bool, results: Path = Path("re
     lines = []
     host_cpus = None if remote else len(os.sched_getaffinity(0))
     for system in systems:
-        topology = results / system / "topology.json"
+        topology = layout.topology_path(results, system)
         try:
             error = too_many_for_all(c2c, topology, host_cpus)
             count, exact = planned_pairs(c2c, topology, host_cpus) if not error else (0, False)

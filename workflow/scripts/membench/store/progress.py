@@ -93,8 +93,8 @@ def system_progress(cells: list[Cell], system: str, results: Path, variants_tabl
     """Repetitions done: stored for the request the config makes now (an
     edit that changes a cell's request leaves its files to be measured
     again, as the round would)."""
-    runs = str(results / system / "runs")
-    cells = node_pairs.expand_pairs(cells, _topology(results / system / "topology.json"))
+    runs = str(layout.runs_dir(results, system))
+    cells = node_pairs.expand_pairs(cells, _topology(layout.topology_path(results, system)))
     done = damaged = 0
     expected, checker = stored.Expected(cells, variants_table), record_schema.Checker()
     for cell in cells:
@@ -111,5 +111,5 @@ def system_progress(cells: list[Cell], system: str, results: Path, variants_tabl
             damaged += bool(problems)
     total = sum(cell.repeats for cell in cells)
     unreadable: list[str] = []
-    seconds = pace(results / system / "rounds", unreadable)
+    seconds = pace(layout.rounds_dir(results, system), unreadable)
     return SystemProgress(system, done, total, seconds, damaged, tuple(unreadable))

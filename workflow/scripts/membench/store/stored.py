@@ -132,18 +132,8 @@ def read_run_file(path: str | Path, problems: list[str], checker: record_schema.
 
 @functools.lru_cache(maxsize=4)
 def path_parts(path: str | Path) -> dict | None:
-    """system, cell id, experiment, kernel-variant and repeat from a
-    repetition file's path (…/<system>/runs/<experiment>/<kernel>-<variant>/<axes>/r<k>.jsonl)."""
-    parts = str(path).split("/")
-    match = layout.RUN_FILE.match(parts[-1]) if parts else None
-    if not match or "runs" not in parts[:-1]:
-        return None
-    at = len(parts) - 1 - parts[::-1].index("runs")
-    cell = parts[at + 1 : -1]
-    if at < 1 or len(cell) != 3:
-        return None
-    return {"system": parts[at - 1], "cell": "/".join(cell), "experiment": cell[0], "kernel_variant": cell[1],
-            "repeat": int(match.group(1))}  # fmt: skip
+    """layout.run_parts, once per path (a file's records ask it again)."""
+    return layout.run_parts(path)
 
 
 # (record key, Cell attribute): the knobs a record carries as requested and
@@ -355,8 +345,8 @@ def problems_message(problems: list[str], paths: list[str]) -> str:
 # ------------------------------------------------------------ system files
 
 SYSTEM_FILES = {
-    "topology.json": ("cpus", "nodes"),
-    "environment.json": (),
+    layout.TOPOLOGY: ("cpus", "nodes"),
+    layout.ENVIRONMENT: (),
 }
 
 

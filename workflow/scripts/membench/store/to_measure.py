@@ -69,9 +69,9 @@ def cells_text(plans: list[CellPlan], shown: int = 3) -> str:
 
 
 def system_plan(cells: list[Cell], system: str, results: Path, variants_table: dict) -> list[CellPlan]:
-    runs = str(results / system / "runs")
+    runs = str(layout.runs_dir(results, system))
     try:
-        topology = json.loads((results / system / "topology.json").read_text())
+        topology = json.loads(layout.topology_path(results, system).read_text())
     except (OSError, ValueError):
         topology = None
     planned = []
@@ -97,7 +97,7 @@ def plan_lines(cells: list[Cell], system: str, results: Path, variants_table: di
     if not count:
         return [f"{system}: nothing to measure: all {total} repetitions are stored for this config "
                 "(a run redraws tables, figures and report only where they are out of date)"]  # fmt: skip
-    seconds = pace(results / system / "rounds")
+    seconds = pace(layout.rounds_dir(results, system))
     when = f"about {duration(count * seconds)} at the pace of the rounds stored" if seconds else "no round stored yet to tell the time"
     lines = [f"{system}: {count} of {total} repetitions to measure ({when}):"]
     experiments = list(dict.fromkeys(plan.cell.experiment for plan in planned))
