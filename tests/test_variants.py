@@ -96,6 +96,13 @@ def test_every_common_source_exists():
         assert (KERNELS / name).is_file(), name
 
 
+def test_every_header_is_a_build_input():
+    """A header the build rule does not list would not rebuild the binaries
+    that include it when it changes (mix_vec.h, vec_arm.h, c2c_cas.h ...)."""
+    on_disk = sorted(str(p.relative_to(KERNELS)) for p in KERNELS.rglob("*.h"))
+    assert sorted(TABLE["common"]["headers"]) == on_disk
+
+
 # McCalpin's table (part 5): version -> (vector SSE, large page, SW prefetch,
 # 4 KiB pages accessed per loop; 0 = not page-structured), partial sums, -O
 MCCALPIN = {

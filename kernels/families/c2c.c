@@ -227,27 +227,36 @@ static void run_two_line(side_t *s)
     s->count = count, s->timeout = timeout;
 }
 
-static void run_clean(side_t *s)
+/* ops clean and dirty: B readies a window's lines in its caches, clean
+ * (loads) or Modified (a store beside each line's chase pointer, which is
+ * left as it is); A chases the window, timed, and for clean flushes it from
+ * every cache before B takes it again (dirty needs no flush: B's next
+ * stores take the lines back from A). */
+static void run_window(side_t *s)
 {
     const shared_t *sh = s->sh;
     uint64_t *ready = sh->x, *done = sh->y;
     uint64_t k = 0;
     long long rt = s->rt, count = 0;
-    int timeout = 0, bad = 0, reader = s->who == 1;
+    int timeout = 0, bad = 0, partner = s->who == 1, dirty = s->op == OP_DIRTY;
     volatile uintptr_t sink = 0;
     long long last = mb_thread_ivcsw();
     for (long long smp = 0; smp < s->samples && !timeout; smp++) {
         double busy = 0;
         for (long long r = 0; r < rt; r++, k++) { /* rt = windows here */
             const unsigned *win = sh->perm + (k % sh->nwin) * sh->wlines;
-            if (reader) {
-                /* B: take the window's lines into its caches (clean) */
+            if (partner) {
                 if ((timeout = wait_eq(done, k)))
                     break;
-                uintptr_t acc = 0;
-                for (size_t i = 0; i < sh->wlines; i++)
-                    acc += *(volatile uintptr_t *)(sh->pool + (size_t)win[i] * sh->line);
-                sink = acc;
+                if (dirty) {
+                    for (size_t i = 0; i < sh->wlines; i++)
+                        ((volatile uintptr_t *)(sh->pool + (size_t)win[i] * sh->line))[1] = (uintptr_t)k;
+                } else {
+                    uintptr_t acc = 0;
+                    for (size_t i = 0; i < sh->wlines; i++)
+                        acc += *(volatile uintptr_t *)(sh->pool + (size_t)win[i] * sh->line);
+                    sink = acc;
+                }
                 __atomic_store_n(ready, k + 1, __ATOMIC_RELEASE);
             } else {
                 if ((timeout = wait_eq(ready, k + 1)))
@@ -258,61 +267,19 @@ static void run_clean(side_t *s)
                 long long t1 = mb_clock_ns(CLOCK_MONOTONIC);
                 busy += (double)(t1 - t0);
                 bad += end != first;
-                mb_c2c_flush_window(sh, win); /* out of every cache before B reads it again */
+                if (!dirty)
+                    mb_c2c_flush_window(sh, win); /* out of every cache before B reads it again */
                 __atomic_store_n(done, k + 1, __ATOMIC_RELEASE);
             }
             count++;
         }
-        if (!reader) {
+        if (!partner) {
             s->sample_ns[smp] = busy;
             s->ns[smp] = busy / ((double)rt * (double)sh->wlines);
         }
         mark_sample(s, smp, &last);
     }
     (void)sink;
-    s->count = count, s->timeout = timeout, s->chase_bad = bad;
-}
-
-/* op dirty: B stores to the window's lines, A chases them (see above) */
-static void run_dirty(side_t *s)
-{
-    const shared_t *sh = s->sh;
-    uint64_t *ready = sh->x, *done = sh->y;
-    uint64_t k = 0;
-    long long rt = s->rt, count = 0;
-    int timeout = 0, bad = 0, writer = s->who == 1;
-    long long last = mb_thread_ivcsw();
-    for (long long smp = 0; smp < s->samples && !timeout; smp++) {
-        double busy = 0;
-        for (long long r = 0; r < rt; r++, k++) { /* rt = windows here */
-            const unsigned *win = sh->perm + (k % sh->nwin) * sh->wlines;
-            if (writer) {
-                /* B: every line of the window Modified in its caches; the
-                 * pointer in the line's first word is left as it is */
-                if ((timeout = wait_eq(done, k)))
-                    break;
-                for (size_t i = 0; i < sh->wlines; i++)
-                    ((volatile uintptr_t *)(sh->pool + (size_t)win[i] * sh->line))[1] = (uintptr_t)k;
-                __atomic_store_n(ready, k + 1, __ATOMIC_RELEASE);
-            } else {
-                if ((timeout = wait_eq(ready, k + 1)))
-                    break;
-                void *first = sh->pool + (size_t)win[0] * sh->line;
-                long long t0 = mb_clock_ns(CLOCK_MONOTONIC);
-                void *end = mb_kern_c2c_clean(first, sh->wlines);
-                long long t1 = mb_clock_ns(CLOCK_MONOTONIC);
-                busy += (double)(t1 - t0);
-                bad += end != first;
-                __atomic_store_n(done, k + 1, __ATOMIC_RELEASE);
-            }
-            count++;
-        }
-        if (!writer) {
-            s->sample_ns[smp] = busy;
-            s->ns[smp] = busy / ((double)rt * (double)sh->wlines);
-        }
-        mark_sample(s, smp, &last);
-    }
     s->count = count, s->timeout = timeout, s->chase_bad = bad;
 }
 
@@ -330,10 +297,8 @@ static void *side_main(void *arg)
             run_cas(s);
         else if (s->op == OP_TWO_LINE)
             run_two_line(s);
-        else if (s->op == OP_DIRTY)
-            run_dirty(s);
         else
-            run_clean(s);
+            run_window(s); /* clean, dirty */
         mb_disturb_thread_end(s->dist, s->who);
         if (s->who == 0)
             s->dist->ghz1 = mb_disturb_ghz();
