@@ -209,3 +209,26 @@ def test_the_random_chase_options_are_one_set_of_rows_in_both_families(option_li
             for family in ("chase", "loaded")}  # fmt: skip
     assert [o["name"] for o in rows["chase"]] == list(shared)
     assert rows["chase"] == rows["loaded"]
+
+
+def test_a_family_is_declared_once_and_the_schemas_follow():
+    """plan/families.py and variants.yaml name the families; the config
+    schema's kernel enum, the record schema's per-family blocks and
+    FAMILY_BLOCKS are checked against them (a family's block is its
+    metric's)."""
+    from membench.core import record_schema
+    from membench.plan import variants
+
+    names = sorted(families.FAMILIES)
+    assert names == sorted(variants.families(variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")))
+    assert sorted(CONFIG_SCHEMA["$defs"]["experiment"]["properties"]["kernel"]["enum"]) == names
+    block_of_metric = {families.BANDWIDTH: "family_bandwidth", families.LATENCY: "family_chase",
+                       families.LOADED: "family_loaded", families.HANDOFF: "family_c2c"}  # fmt: skip
+    assert record_schema.FAMILY_BLOCKS == {name: block_of_metric[families.family(name).metric] for name in names}
+    chosen = {}
+    for rule in RECORD_SCHEMA["allOf"]:
+        if "if" in rule and "kernel" in rule["if"].get("properties", {}):
+            block = rule["then"]["$ref"].rsplit("/", 1)[-1]
+            kernel = rule["if"]["properties"]["kernel"]
+            chosen.update({name: block for name in kernel.get("enum", [kernel.get("const")])})
+    assert chosen == record_schema.FAMILY_BLOCKS
