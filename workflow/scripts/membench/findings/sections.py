@@ -26,6 +26,7 @@ from membench.analyse.hierarchy import hierarchy, measured_clocks
 from membench.analyse.peak import best_shares, cell_shares, concurrency_needed, system_peaks
 from membench.analyse.stats import add_series
 from membench.findings.tables import idle_latency_table, tables_for
+from membench.findings import arch_words
 from membench.core.text import size_text
 from membench.plan import families
 
@@ -179,6 +180,7 @@ def build_sections(
     derived = derived or derived_tables(config, cells, systems, c2c_classes)
     line_bytes, peaks, shares, ec = derived["line_bytes"], derived["peaks"], derived["shares"], derived["ec"]
     experiments = []
+    archs = arch_words.report_archs(systems)  # notes in the words of the report's architectures
     shown = mark_in_cache(cells)  # every table names an in-cache cell's size with its mark
     for name, spec in config["experiments"].items():
         part = shown[shown["experiment"] == name]
@@ -186,6 +188,7 @@ def build_sections(
         tables = tables_for(spec["kernel"], part, part_ec, shares[shares["experiment"] == name])
         if families.family(spec["kernel"]).metric == families.LOADED and (little := loaded_little_table(part, line_bytes)):
             tables.append(little)
+        tables = [{**t, "note": arch_words.in_words(t["note"], archs)} if t.get("note") else t for t in tables]
         experiments.append(
             {
                 "name": name,
@@ -212,7 +215,9 @@ def build_sections(
         "stored": stored or {},
         "systems": systems,
         "experiments": experiments,
-        "problems": _records(problems),
+        # an x86 variant skipped on Arm (and the reverse) says it does not apply there
+        "problems": arch_words.problems_in_words(_records(problems), systems),
+        "streaming_stores": arch_words.streaming_stores(archs),
         "warnings": cache_warnings(cells, systems),
         # said once, on the first screen: in-cache cells feed no headline
         "cache_note": cache_note(cells),
