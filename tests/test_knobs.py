@@ -151,6 +151,11 @@ def test_the_read_back_tables_are_those_stored_runs_were_read_with():
         "working_set_bytes", "sweep_level",
     ]  # fmt: skip
     assert match.NOT_KNOBS == ("pages_requested",)
+    assert [k.record for k in knobs.written_by_the_round()] == [
+        "threads_requested", "affinity", "policy_requested", "pages_requested", "size_requested",
+        "prefetch_distance_requested", "load_delay_requested", "chase_group_requested", "chase_spacing_requested",
+        "features",
+    ]  # fmt: skip
     assert stats.SERIES_AXES == ["system", "variant", "affinity", "policy_requested", "pages", "init", "size_requested"]
     assert options.FAMILY_FIELDS == {
         "sweep-from": "sweep_from", "points-per-octave": "points_per_octave", "delay": "load_delay",
@@ -232,3 +237,17 @@ def test_a_family_is_declared_once_and_the_schemas_follow():
             kernel = rule["if"]["properties"]["kernel"]
             chosen.update({name: block for name in kernel.get("enum", [kernel.get("const")])})
     assert chosen == record_schema.FAMILY_BLOCKS
+
+
+@pytest.mark.parametrize("kernel", ["stream", "chase"])
+def test_a_request_states_itself_in_its_records_as_the_round_wrote_it(kernel):
+    req = Request(system="s", kernel=kernel, variant="default", ops=("triad",), threads="all", affinity="close",
+                  policy="remote", pages="thp", pages_requested="variant", init="serial", size="auto", ntimes=5,
+                  repeat=0, load_delay=7, features={"simd": "avx2"})  # fmt: skip
+    chase = kernel == "chase"
+    assert req.as_recorded() == {
+        "threads_requested": "all", "affinity": "close", "policy_requested": "remote", "pages_requested": "variant",
+        "size_requested": "auto", "prefetch_distance_requested": "variant", "load_delay_requested": 7,
+        "chase_group_requested": knobs.DEFAULT_CHASE_GROUP if chase else None,
+        "chase_spacing_requested": knobs.DEFAULT_CHASE_SPACING if chase else None, "features": {"simd": "avx2"},
+    }  # fmt: skip

@@ -333,21 +333,13 @@ def measure_cell(
         # harness applied it, and policy_requested the request).
         record["affinity_resolved"] = record.get("affinity_resolved", record["affinity"])
         record.update(
-            affinity=request.affinity,
+            # affinity, threads_requested, ..., the variant's declared
+            # feature columns (kernels/families/variants.yaml): the knob table's
+            **request.as_recorded(),
             experiment=experiment,
             cell=cell_id,
-            threads_requested=request.threads,
-            size_requested=request.size,
-            policy_requested=request.policy,
-            pages_requested=request.pages_requested,
-            prefetch_distance_requested=request.prefetch_distance,
-            load_delay_requested=request.load_delay,
-            chase_group_requested=request.chase_group if request.applies("chase_group") else None,
-            chase_spacing_requested=request.chase_spacing if request.applies("chase_spacing") else None,
             # The machine's memory nodes: what interleave:all must spread over.
             memory_nodes=[n["node"] for n in topo["nodes"] if n["memory_bytes"]],
-            # The variant's declared feature columns (kernels/families/variants.yaml).
-            features=request.features,
             membench_version=__version__,
             # Scheduler context: which job and node measured (None locally).
             slurm_job_id=os.environ.get("SLURM_JOB_ID"),

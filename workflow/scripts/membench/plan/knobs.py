@@ -31,6 +31,10 @@ from membench.plan import families
 # for every family, or only for the families it applies to (a knob added
 # after the others: other families' requests and records stay as they were).
 EVERY, OWN = "every", "own"
+# Who writes a knob's record key: the round, beside the harness's keys
+# (membench.measure.harness), the harness itself (it echoes its options),
+# or the c2c pair's keys (membench.plan.c2c_pairs).
+ROUND, HARNESS, PAIRS = "round", "harness", "pairs"
 
 
 def group_text(group: int | str) -> str:
@@ -68,6 +72,7 @@ class Knob:
     matched: bool = False
     in_request: str = EVERY
     in_record: str = EVERY
+    written_by: str = ROUND
     # in the config (False: the request derives it, as features from the variant)
     configured: bool = True
     # a config list (each value a cell) rather than one value
@@ -105,8 +110,9 @@ DEFAULT_CHASE_SPACING = 256
 
 _BYTES = {"unit": "bytes", "formatter": bytes_text}
 TABLE = (
-    Knob("kernel", None, request="kernel", record="kernel", matched=True, axis=False),
-    Knob("variant", "default", config="variants", request="variant", option="variant", record="variant", series=True, matched=True),
+    Knob("kernel", None, request="kernel", record="kernel", matched=True, axis=False, written_by=HARNESS),
+    Knob("variant", "default", config="variants", request="variant", option="variant", record="variant", series=True,
+         matched=True, written_by=HARNESS),
     Knob("threads", 1, request="threads", option="threads", record="threads_requested", matched=True),
     Knob("affinity", "none", request="affinity", option="affinity", record="affinity", series=True, matched=True),
     Knob("policy", "default", request="policy", option="policy", record="policy_requested", series=True,
@@ -114,7 +120,8 @@ TABLE = (
     # "variant": the pages the variant declares (the request's `pages`)
     Knob("pages", "variant", request="pages_requested", option="pages", record="pages_requested", column="pages",
          series=True, matched=True),
-    Knob("init", "parallel", request="init", option="init", record="init", series=True, matched=True),
+    Knob("init", "parallel", request="init", option="init", record="init", series=True, matched=True,
+         written_by=HARNESS),
     Knob("size", "auto", request="size", option="size", record="size_requested", series=True, matched=True,
          **_BYTES),
     # "variant": the distance the variant is built with
@@ -125,19 +132,20 @@ TABLE = (
     Knob("chase_group", DEFAULT_CHASE_GROUP, request="chase_group", option="group", record="chase_group_requested",
          matched=True, in_record=OWN, unit="bytes", formatter=group_text),
     Knob("ntimes", 10, request="ntimes", option="ntimes", record="ntimes", matched=True, axis=False,
-         unit="iterations"),
+         unit="iterations", written_by=HARNESS),
     Knob("chase_spacing", DEFAULT_CHASE_SPACING, request="chase_spacing", option="spacing",
          record="chase_spacing_requested", in_request=OWN, in_record=OWN, **_BYTES),
-    Knob("sweep_from", 4096, request="sweep_from", option="sweep-from", record="sweep_from", axis=False, **_BYTES),
+    Knob("sweep_from", 4096, request="sweep_from", option="sweep-from", record="sweep_from", axis=False,
+         written_by=HARNESS, **_BYTES),
     Knob("points_per_octave", 2, request="points_per_octave", option="points-per-octave", record="points_per_octave",
-         axis=False),
+         axis=False, written_by=HARNESS),
     Knob("load_op", "triad"),  # the request's ops (membench.plan.families: op_knob)
     Knob("repeats", 10, axis=False),
     Knob("features", None, request="features", record="features", configured=False, axis=False),
     # c2c: "<class>:<i>" (the i-th sampled pair of a locality class,
     # resolved from topology.json where it is measured) or "all"; the
     # config's `pairs` and `pair_classes` choose them (membench.plan.c2c_pairs)
-    Knob("pair", "", request="pair", record="pair_requested", in_request=OWN, configured=False),
+    Knob("pair", "", request="pair", record="pair_requested", in_request=OWN, configured=False, written_by=PAIRS),
     Knob("pairs", "sample", axis=False),
     Knob("pair_classes", ("smt", "same_l2", "same_l3", "same_package", "other_package"), axis=False),
     Knob("pairs_per_class", 3, request="pairs_per_class", in_request=OWN, axis=False),
@@ -159,6 +167,11 @@ def requested() -> dict[str, str]:
     """{request field: record key} of every knob a record states as
     requested: what a request change changed, read back from records."""
     return {k.request: k.record for k in TABLE if k.request and k.record}
+
+
+def written_by_the_round() -> list[Knob]:
+    """The knobs whose record key the round writes (the request as asked)."""
+    return [k for k in TABLE if k.record and k.written_by == ROUND]
 
 
 def matched() -> list[Knob]:

@@ -90,6 +90,13 @@ class Request(Knobs):
     def applies(self, knob: str) -> bool:
         return families.applies(knob, self.kernel)
 
+    def as_recorded(self) -> dict:
+        """The record keys stating this request as asked, which the round
+        writes beside the harness's own (the knob table's; null in the
+        records of a family a knob does not apply to)."""
+        return {k.record: getattr(self, k.request) if k.in_record == knobs.EVERY or self.applies(k.name) else None
+                for k in knobs.written_by_the_round()}  # fmt: skip
+
     def as_dict(self) -> dict:
         """Every knob the measurement depends on: its digest decides whether
         a stored repetition still holds."""
