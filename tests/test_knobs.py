@@ -251,3 +251,12 @@ def test_a_request_states_itself_in_its_records_as_the_round_wrote_it(kernel):
         "chase_group_requested": knobs.DEFAULT_CHASE_GROUP if chase else None,
         "chase_spacing_requested": knobs.DEFAULT_CHASE_SPACING if chase else None, "features": {"simd": "avx2"},
     }  # fmt: skip
+
+
+def test_make_plan_names_a_changed_knob_in_its_unit():
+    from membench.store.to_measure import what_changed
+
+    record = {"chase_group_requested": 64 * 2**10, "ntimes": 5, "size_requested": "auto"}
+    asked = {"chase_group": knobs.DEFAULT_CHASE_GROUP, "ntimes": 6, "size": 2**30}
+    assert what_changed(record, asked) == ("size: stored auto, asked 1 GiB; chase_group: stored 64 KiB, asked 256 KiB; "
+                                           "ntimes: stored 5, asked 6")  # fmt: skip

@@ -153,6 +153,7 @@ TABLE = (
     Knob("c2c_roundtrips", 1000, request="c2c_roundtrips", option="roundtrips", in_request=OWN, axis=False),
 )  # fmt: skip
 BY_NAME = {knob.name: knob for knob in TABLE}
+BY_REQUEST = {knob.request: knob for knob in TABLE if knob.request}
 
 
 def knob(name: str) -> Knob:

@@ -14,7 +14,7 @@ from pathlib import Path
 from membench.core import layout
 from membench.core.text import size_text
 from membench.measure.identity import REQUEST_KNOBS
-from membench.plan import node_pairs, rounds
+from membench.plan import knobs, node_pairs, rounds
 from membench.plan.grammar import Cell
 from membench.store.progress import duration, pace
 
@@ -39,9 +39,11 @@ def first_record(path: str) -> dict | None:
 
 
 def what_changed(record: dict, request: dict) -> str:
-    """"ntimes: stored 5, asked 6": the knobs whose stored value differs."""
+    """"ntimes: stored 5, asked 6", "chase_group: stored 64 KiB, asked 256
+    KiB": the knobs whose stored value differs, each in its unit."""
+    text = {key: knobs.BY_REQUEST[key].text for key in REQUEST_KNOBS}
     said = [
-        f"{key}: stored {record[stored_key]}, asked {request[key]}"
+        f"{key}: stored {text[key](record[stored_key])}, asked {text[key](request[key])}"
         for key, stored_key in REQUEST_KNOBS.items()
         if key in request and stored_key in record and record[stored_key] != request[key]
     ]
