@@ -260,3 +260,47 @@ def test_make_plan_names_a_changed_knob_in_its_unit():
     asked = {"chase_group": knobs.DEFAULT_CHASE_GROUP, "ntimes": 6, "size": 2**30}
     assert what_changed(record, asked) == ("size: stored auto, asked 1 GiB; chase_group: stored 64 KiB, asked 256 KiB; "
                                            "ntimes: stored 5, asked 6")  # fmt: skip
+
+
+def _written_defaults(source: str, defaults: dict) -> list[tuple[int, str]]:
+    """(line, name) of each default the source writes for a knob by one of
+    its names: a parameter's default, a (dataclass) field's, or the
+    fallback of .get / .setdefault ("ntimes", 10) — as a literal equal to
+    the table's (or a one-element list of it)."""
+
+    def same(node, default):
+        node = node.elts[0] if isinstance(node, ast.List) and len(node.elts) == 1 else node
+        return isinstance(node, ast.Constant) and type(node.value) is type(default) and node.value == default
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        pairs = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            positional = args.posonlyargs + args.args
+            pairs += zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults)
+            pairs += [(a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            pairs.append((node.target.id, node.value))
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("get", "setdefault")
+              and len(node.args) == 2 and isinstance(node.args[0], ast.Constant)):  # fmt: skip
+            pairs.append((node.args[0].value, node.args[1]))
+        found += [(value.lineno, name) for name, value in pairs if name in defaults and same(value, defaults[name])]
+    return found
+
+
+def test_no_default_of_the_table_is_written_again_in_python():
+    """A knob's default lives in the table (C's are held to it through
+    --list-options above)."""
+    defaults = {}
+    for knob in knobs.TABLE:
+        if knob.default is not None and not isinstance(knob.default, tuple):
+            names = {knob.name, knob.request, knob.config_key, knob.record, (knob.option or "").replace("-", "_")}
+            defaults.update({name: knob.default for name in names if name})
+    assert _written_defaults('def f(ntimes=10): return c.get("chase_spacing", [256])\n', defaults) == [
+        (1, "ntimes"), (1, "chase_spacing")]  # fmt: skip
+    found = {}
+    for path in sorted((REPO / "workflow" / "scripts").rglob("*.py")):
+        if path != PACKAGE / "plan" / "knobs.py" and (written := _written_defaults(path.read_text(), defaults)):
+            found[str(path.relative_to(REPO))] = written
+    assert found == {}

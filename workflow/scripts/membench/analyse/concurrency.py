@@ -17,7 +17,7 @@ import re
 import pandas as pd
 
 from membench.plan.grammar import DEFAULT_CHASE_GROUP, group_text, size_text
-from membench.plan import families
+from membench.plan import families, knobs
 
 LATENCY_KERNEL, LATENCY_OP = families.idle_latency()
 
@@ -280,7 +280,7 @@ def _past_llc_medians(latencies: pd.DataFrame, cells: pd.DataFrame, llc_bytes: d
     return latencies
 
 
-def read_share(op: str, variant: str = "default") -> float:
+def read_share(op: str, variant: str = knobs.default("variant")) -> float:
     """The share of a kernel's STREAM-counted bytes that memory reads,
     write-allocate reads included: 1 for ordinary stores (a line written is
     a line read first: triad's 16 read + 8 written bytes are 24 read from
