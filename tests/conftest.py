@@ -1,3 +1,4 @@
+import fcntl
 import json
 import os
 import shutil
@@ -32,10 +33,12 @@ def venv_bin() -> Path:
 
 class VariantBuilds:
     """Binaries of kernels/families/variants.yaml, each (family, variant)
-    built at most once per session, with exactly the build rule's command
+    built at most once per test run, with exactly the build rule's command
     (membench.plan.variants.compile_argv); what is asked together is built
     in parallel. Every test file takes its binaries from here, so a whole
-    run compiles each variant once."""
+    run compiles each variant once: the folder is shared by the xdist
+    workers, and a lock file a binary makes the second worker wait for the
+    first one's build instead of compiling it again."""
 
     def __init__(self, folder: Path):
         self.folder = folder
@@ -46,9 +49,16 @@ class VariantBuilds:
     def _compile(self, pair: tuple[str, str]) -> tuple[tuple[str, str], tuple[Path, int, str]]:
         family, variant = pair
         binary = self.folder / f"{family}-{variant}"
-        proc = subprocess.run(variants.compile_argv(self.table, family, variant, REPO / "kernels", binary),
-                              capture_output=True, text=True)  # fmt: skip
-        return pair, (binary, proc.returncode, proc.stderr)
+        outcome = binary.with_name(binary.name + ".outcome.json")  # written last: the build is whole
+        with open(binary.with_name(binary.name + ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not outcome.is_file():
+                proc = subprocess.run(variants.compile_argv(self.table, family, variant, REPO / "kernels", binary),
+                                      capture_output=True, text=True)  # fmt: skip
+                outcome.with_suffix(".part").write_text(json.dumps([proc.returncode, proc.stderr]))
+                outcome.with_suffix(".part").rename(outcome)
+            returncode, stderr = json.loads(outcome.read_text())
+        return pair, (binary, returncode, stderr)
 
     def build(self, pairs) -> dict[tuple[str, str], tuple[Path, int, str]]:
         """(family, variant) -> (binary, compiler exit code, compiler stderr)."""
@@ -67,8 +77,12 @@ class VariantBuilds:
 
 
 @pytest.fixture(scope="session")
-def variant_builds(tmp_path_factory) -> VariantBuilds:
-    return VariantBuilds(tmp_path_factory.mktemp("variants"))
+def variant_builds(tmp_path_factory, worker_id) -> VariantBuilds:
+    # under xdist each worker's temp folder sits in one shared by all of them
+    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    folder = shared / "variants"
+    folder.mkdir(exist_ok=True)
+    return VariantBuilds(folder)
 
 
 @pytest.fixture(scope="session")
@@ -116,3 +130,20 @@ def lists_options(tmp_path_factory, stream_binary) -> str:
     path = tmp_path_factory.mktemp("listing") / "stream.json"
     path.write_text(subprocess.run([stream_binary, "--list-options"], capture_output=True, text=True, check=True).stdout)
     return f'[ "$1" = --list-options ] && exec cat {path}\n'
+
+
+# Parallel runs (make test: pytest-xdist, --dist loadgroup). A test file is
+# one unit of work, so its module fixture (a measured study) is made once;
+# files that share something outside their own temp folder name a group of
+# their own (the QEMU guest's kernel cache). Tests marked `quiet` need the
+# machine to themselves: make test runs them afterwards, alone.
+def pytest_configure(config):
+    config.addinivalue_line("markers", "quiet: measures and needs the machine to itself (run after the parallel part)")
+    config.addinivalue_line("markers", "xdist_group(name): tests that must run on one xdist worker")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

@@ -400,6 +400,7 @@ def test_loaded_needs_two_threads(bins):
     assert rc == 2 and recs == [] and "--threads" in err
 
 
+@pytest.mark.quiet
 def test_loaded_latency_is_not_below_idle(bins):
     """Flat-out load threads (delay 0) against nearly idle ones (a large
     delay), interleaved runs.  Noise on this shared host only adds time, so

@@ -78,6 +78,8 @@ BIG = 256 << 20  # bytes per array: a copy iteration of ~30 ms here, longer than
 MAX_SIZE = 2 << 30  # three arrays of it stay well inside the 24 GiB machines
 BURNER = """
 import os, sys, time
+
+pytestmark = pytest.mark.quiet  # real threads judged quiet or not: alone on the machine
 os.sched_setaffinity(0, {int(sys.argv[1])})
 end = time.monotonic() + float(sys.argv[2])
 while time.monotonic() < end:

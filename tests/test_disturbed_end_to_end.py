@@ -14,6 +14,8 @@ import pytest
 
 from membench.core import disturbance
 
+pytestmark = pytest.mark.quiet  # a quiet run alone on a CPU first
+
 ALLOWED = sorted(os.sched_getaffinity(0))
 
 
