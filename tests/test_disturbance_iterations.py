@@ -13,6 +13,8 @@ import pytest
 
 from membench.core import disturbance
 
+pytestmark = pytest.mark.quiet  # real threads judged quiet or not: alone on the machine
+
 # nine kept iterations of 10 ms; the third is the fastest (the record's gbps)
 SECONDS = [0.0102, 0.0101, 0.0100, 0.0103, 0.0101, 0.0102, 0.0104, 0.0101, 0.0102]
 REGION = {"disturb_timed_s": 0.1, "disturb_nivcsw": [3, 3], "disturb_steal_s": 0.0, "disturb_core_ghz": [3.0, 3.0],
@@ -78,8 +80,6 @@ BIG = 256 << 20  # bytes per array: a copy iteration of ~30 ms here, longer than
 MAX_SIZE = 2 << 30  # three arrays of it stay well inside the 24 GiB machines
 BURNER = """
 import os, sys, time
-
-pytestmark = pytest.mark.quiet  # real threads judged quiet or not: alone on the machine
 os.sched_setaffinity(0, {int(sys.argv[1])})
 end = time.monotonic() + float(sys.argv[2])
 while time.monotonic() < end:
