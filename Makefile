@@ -100,7 +100,7 @@ remeasure-failed: $(STAMP)
 # marked quiet alone, as they judge real threads quiet or not.
 TEST_WORKERS ?= 2
 test: system-deps test-deps $(STAMP)
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not quiet" --durations=15 tests
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not quiet" --durations=15 tests
 	$(BIN)/pytest -q -m quiet --durations=5 tests
 
 # Speed and memory targets, each side by side in one sitting with its

@@ -132,18 +132,9 @@ def lists_options(tmp_path_factory, stream_binary) -> str:
     return f'[ "$1" = --list-options ] && exec cat {path}\n'
 
 
-# Parallel runs (make test: pytest-xdist, --dist loadgroup). A test file is
-# one unit of work, so its module fixture (a measured study) is made once;
-# files that share something outside their own temp folder name a group of
-# their own (the QEMU guest's kernel cache). Tests marked `quiet` need the
-# machine to themselves: make test runs them afterwards, alone.
+# Parallel runs (make test: pytest-xdist, --dist loadfile): a test file is
+# one unit of work, so its module fixture (a measured study) is made once.
+# Tests marked `quiet` need the machine to themselves: make test runs them
+# afterwards, alone.
 def pytest_configure(config):
     config.addinivalue_line("markers", "quiet: measures and needs the machine to itself (run after the parallel part)")
-    config.addinivalue_line("markers", "xdist_group(name): tests that must run on one xdist worker")
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

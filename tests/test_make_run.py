@@ -53,3 +53,22 @@ def test_the_slurm_profile_refuses_system_auto_in_one_line(tmp_path, venv_bin):
     text = out.stdout + out.stderr  # the SLURM executor's logging puts Snakemake's errors on stdout
     said = [line for line in text.splitlines() if "system: auto" in line]
     assert len(said) == 1 and "systems:" in said[0], text
+
+
+def test_make_run_refuses_a_yaml_alias_bomb_before_snakemake_reads_it(tmp_path, venv_bin):
+    """Nine aliases of nine aliases: 9^9 values from 11 lines. Snakemake's own
+    loader would expand them all; make run's first step (the estimate, through
+    membench's loader) stops it in one line, and Snakemake never starts."""
+    workdir = copy_workflow(tmp_path / "checkout")
+    for name in ("Makefile", "requirements.txt", "requirements-dev.txt", "requirements.lock"):
+        shutil.copy2(REPO / name, workdir / name)
+    (workdir / ".venv").symlink_to(venv_bin.parent)
+    lines = ["a0: &a0 [1, 2, 3, 4, 5, 6, 7, 8, 9]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    lines += ["system: t", "experiments:", "  s: {kernel: stream, size: [1MiB], threads: *a9}"]
+    (workdir / "bomb.yaml").write_text("\n".join(lines) + "\n")
+    run = subprocess.run(["make", *AS_IS, "run", "CONFIG=bomb.yaml"], cwd=workdir, capture_output=True, text=True,
+                         timeout=60)  # fmt: skip
+    said = [line for line in (run.stdout + run.stderr).splitlines() if "aliases" in line]
+    assert run.returncode != 0 and len(said) == 1 and "bomb.yaml" in said[0], run.stdout + run.stderr
+    assert not (workdir / ".snakemake").exists(), "Snakemake started on the bomb"

@@ -44,8 +44,6 @@ from membench.plan import c2c_pairs
 from membench.measure import harness as measure
 from numa_guest import guest, image  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group("qemu_guest")  # one kernel cache, filled once
-
 SIZE = 1 << 20  # bytes per array: 256 pages of 4 KiB, 768 sampled in all
 SPILL_SIZE = 80 * 2**20  # bytes per array of the spill cases (2node: node 0 has 224 MiB)
 NTIMES = 2

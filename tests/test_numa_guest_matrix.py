@@ -43,8 +43,6 @@ from membench.analyse.node_matrix import experiment_matrices, table_context  # n
 from membench.analyse.stats import problem_cells, summarise_cells  # noqa: E402
 from numa_guest import guest, image  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group("qemu_guest")  # one kernel cache, filled once
-
 TABLE = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 # The guest-sized overrides of config/numa_matrix.yaml (see the module doc).

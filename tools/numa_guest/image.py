@@ -18,6 +18,8 @@ Each product is cached; see cache_dir().
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import gzip
 import hashlib
 import io
@@ -143,9 +145,23 @@ def _decompress_bzimage(bzimage: bytes) -> bytes | None:
     return elf if elf.startswith(b"\x7fELF") else None
 
 
+@contextlib.contextmanager
+def _cache_lock(cache: Path):
+    """One filler of the cache at a time (parallel test workers, two users):
+    the others wait, then find what the first one made."""
+    with open(cache / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def fetch_kernel(cache: Path | None = None) -> Path:
     """The guest kernel: cached vmlinux (or bzImage), fetched on first use."""
     cache = cache or cache_dir()
+    with _cache_lock(cache):
+        return _fetch_kernel_unlocked(cache)
+
+
+def _fetch_kernel_unlocked(cache: Path) -> Path:
     kdir = cache / "kernel"
     for name in ("vmlinux", "vmlinuz"):
         if (kdir / name).is_file():
@@ -187,7 +203,7 @@ def fetch_kernel(cache: Path | None = None) -> Path:
         if kdir.exists():
             shutil.rmtree(kdir)
         staging.rename(kdir)
-    return fetch_kernel(cache)
+    return _fetch_kernel_unlocked(cache)
 
 
 # ----------------------------------------------------------------- harness
@@ -294,6 +310,11 @@ def cpio_newc(entries: list[tuple]) -> bytes:
 def base_initramfs(harness: Path, busybox: str, cache: Path | None = None) -> Path:
     """busybox + harness + /init, gzipped; cached by content."""
     cache = cache or cache_dir()
+    with _cache_lock(cache):
+        return _base_initramfs_unlocked(harness, busybox, cache)
+
+
+def _base_initramfs_unlocked(harness: Path, busybox: str, cache: Path) -> Path:
     bb = Path(busybox).read_bytes()
     hb = harness.read_bytes()
     key = hashlib.sha256(bb + hb + INIT.encode()).hexdigest()[:16]
