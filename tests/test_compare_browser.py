@@ -109,8 +109,7 @@ def test_compare_html_at_130_rows_stays_bounded_and_readable_at_1280_px(tmp_path
     (figure,) = seen["figures"]
     drawn = compare_html.FIGURE_ROWS
     assert figure["height"] <= 0.24 * 96 * drawn + 300, figure  # bounded: the rows drawn, not all 132
-    # every row label inside the figure: the longest ("…" and 55 characters) start ~2 px past its
-    # left edge here, less than half a character; a label cut by a word reads far more
-    assert figure["labels"] >= drawn and figure["past"] <= 3, figure
+    # every row label inside the figure, the longest ("…" and 55 characters) included
+    assert figure["labels"] >= drawn and figure["past"] == 0, figure
     assert f"left out: {rows - drawn} rows" in seen["text"], "the figure says what it left out"
     assert "worse" in seen["text"] and "e+" not in seen["text"].split("Every row", 1)[-1], "no absurd number"
