@@ -91,6 +91,17 @@ def stream_binary(variant_builds) -> Path:
     return variant_builds.binary("stream")
 
 
+# What `make` reads besides the workflow: its targets and the pins.
+MAKE_PARTS = ["Makefile", "requirements.txt", "requirements-dev.txt", "requirements.lock"]
+
+
+def copy_make_parts(dest: Path) -> Path:
+    """The Makefile and the pins beside a copied workflow, so `make` runs there."""
+    for part in MAKE_PARTS:
+        shutil.copy2(REPO / part, dest / part)
+    return dest
+
+
 def copy_workflow(dest: Path) -> Path:
     """A private copy of the workflow in its own git repository, so tests can
     commit and edit without touching the checkout."""

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, copy_workflow
+from conftest import REPO, copy_make_parts, copy_workflow
 from membench.core import disturbance
 from membench.core.atomic_files import read_jsonl
 
@@ -269,8 +269,7 @@ def test_make_compare_exit_codes_reach_make(tmp_path, repo, venv_bin):
     work.mkdir()
     for folder in ("workflow", "reports"):
         shutil.copytree(repo / folder, work / folder)
-    for part in ("Makefile", "requirements.txt", "requirements-dev.txt", "requirements.lock"):
-        shutil.copy2(repo / part, work / part)
+    copy_make_parts(work)
     (work / "stamp").touch()  # the environment is there: make installs nothing
     base = tmp_path / "base"
     base.mkdir()

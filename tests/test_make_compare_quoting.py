@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from conftest import copy_make_parts
+
 
 @pytest.fixture
 def work(tmp_path, repo):
@@ -18,8 +20,7 @@ def work(tmp_path, repo):
     work.mkdir()
     for folder in ("workflow", "reports"):
         shutil.copytree(repo / folder, work / folder)
-    for part in ("Makefile", "requirements.txt", "requirements-dev.txt", "requirements.lock"):
-        shutil.copy2(repo / part, work / part)
+    copy_make_parts(work)
     (work / "stamp").touch()  # the environment is there: make installs nothing
     (tmp_path / "base").mkdir()
     synthetic_runs.write_affinity_study(tmp_path / "base", "aff", [1], 4, machine="2x4x2", system="s")

@@ -3,12 +3,11 @@
 job blocks, the report's path last, PNGs beside the SVGs; `make plan`
 after it has nothing to measure; the SLURM profile refuses `system: auto`."""
 
-import shutil
 import subprocess
 
 import yaml
 
-from conftest import REPO, copy_workflow
+from conftest import copy_make_parts, copy_workflow
 
 TINY = {
     "system": "testbox",
@@ -22,8 +21,7 @@ AS_IS = ["-o", ".venv/.installed", "-o", "system-deps"]
 
 def test_make_run_into_a_named_directory_speaks_membench(tmp_path, venv_bin):
     workdir = copy_workflow(tmp_path / "checkout")
-    for name in ("Makefile", "requirements.txt", "requirements-dev.txt", "requirements.lock"):
-        shutil.copy2(REPO / name, workdir / name)
+    copy_make_parts(workdir)
     (workdir / ".venv").symlink_to(venv_bin.parent)
     (workdir / "tiny.yaml").write_text(yaml.safe_dump(TINY))
     run = subprocess.run(["make", *AS_IS, "run", "CONFIG=tiny.yaml", "RESULTS=runs/before"], cwd=workdir,
@@ -60,8 +58,7 @@ def test_make_run_refuses_a_yaml_alias_bomb_before_snakemake_reads_it(tmp_path, 
     loader would expand them all; make run's first step (the estimate, through
     membench's loader) stops it in one line, and Snakemake never starts."""
     workdir = copy_workflow(tmp_path / "checkout")
-    for name in ("Makefile", "requirements.txt", "requirements-dev.txt", "requirements.lock"):
-        shutil.copy2(REPO / name, workdir / name)
+    copy_make_parts(workdir)
     (workdir / ".venv").symlink_to(venv_bin.parent)
     lines = ["a0: &a0 [1, 2, 3, 4, 5, 6, 7, 8, 9]"]
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]

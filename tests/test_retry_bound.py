@@ -10,7 +10,6 @@ the real harness on a one-cell study:
   measures it again."""
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, copy_workflow
+from conftest import copy_make_parts, copy_workflow
 from membench.core.atomic_files import read_jsonl
 
 SYSTEM = "d"
@@ -48,8 +47,7 @@ def workdir(tmp_path, venv_bin):
     """A copy of the workflow with its binary built and its system probed,
     and the Makefile as a user has it."""
     workdir = copy_workflow(tmp_path / "membench")
-    for name in ("Makefile", "requirements.txt", "requirements-dev.txt", "requirements.lock"):
-        shutil.copy2(REPO / name, workdir / name)
+    copy_make_parts(workdir)
     (workdir / ".venv").symlink_to(venv_bin.parent)
     (workdir / "bound.yaml").write_text(yaml.safe_dump(CONFIG))
     prepare = snakemake_argv(venv_bin, f"bin/{SYSTEM}/stream-default", f"results/{SYSTEM}/topology.json")
