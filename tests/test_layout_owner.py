@@ -12,18 +12,6 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "workflow" / "scripts"
 FOLDERS = {layout.RUNS, layout.ROUNDS, layout.SUPERSEDED}
 FILES = {layout.TOPOLOGY, layout.ENVIRONMENT, layout.MEASUREMENTS}
-# Modules that still spell the layout, each to ask core/layout.py when its
-# owner next edits it (this session: the bundle and compare source side,
-# the measure round and remeasure scripts). The list only shrinks.
-NOT_YET = {
-    "workflow/scripts/compare_results.py",
-    "workflow/scripts/measure_round.py",
-    "workflow/scripts/remeasure_failed.py",
-    "workflow/scripts/membench/compare/match.py",
-    "workflow/scripts/membench/compare/reference.py",
-    "workflow/scripts/membench/compare/reference_entry.py",
-    "workflow/scripts/membench/store/bundle.py",
-}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -86,9 +74,7 @@ def test_no_module_but_the_layout_spells_a_results_path():
         found = spelled(path.read_text())
         if found:
             spelling[where] = found
-    new = {where: found for where, found in spelling.items() if where not in NOT_YET}
-    assert new == {}, "ask membench.core.layout for these paths"
-    assert set(spelling) == NOT_YET, f"converted: take {sorted(NOT_YET - set(spelling))} off NOT_YET"
+    assert spelling == {}, "ask membench.core.layout for these paths"
 
 
 def test_a_run_path_parses_back():

@@ -19,7 +19,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from membench.compare.match import KNOBS, SideError, parse_side, systems_in  # noqa: E402
-from membench.core import results_files  # noqa: E402
+from membench.core import layout, results_files  # noqa: E402
 from membench.store.stored import StoredRunsError  # noqa: E402
 from membench.compare.output import run_compare  # noqa: E402
 from membench.compare import reference  # noqa: E402
@@ -42,8 +42,7 @@ def side_file_problems(base: str, new: str) -> list[str]:
     for label, spec in (("BASE", base), ("NEW", new)):
         results, system = parse_side(spec)
         for name in [system] if system else systems_in(results):
-            for kind in ("environment.json", "topology.json"):
-                path = results / name / kind
+            for path in (layout.environment_path(results, name), layout.topology_path(results, name)):
                 if not path.is_file():
                     continue
                 try:
@@ -55,12 +54,12 @@ def side_file_problems(base: str, new: str) -> list[str]:
                     problems.append(f"{label} {path}: a JSON {type(data).__name__}, not an object; copy it whole")
             others = sorted({
                 m.group(1)
-                for f in (results / name / "runs").glob("**/r*.jsonl")
+                for f in layout.run_files(results, name)
                 for m in [re.search(r'"system": "([^"]*)"', _head(f))]
                 if m and m.group(1) != name
             })
             if others:
-                problems.append(f"{label} {results / name}/runs holds records of another system ({', '.join(others)}); "
+                problems.append(f"{label} {layout.runs_dir(results, name)} holds records of another system ({', '.join(others)}); "
                                 "move them to results/<their system>/runs/")
     return problems
 

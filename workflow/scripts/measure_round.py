@@ -16,7 +16,7 @@ from membench.plan import rounds
 from membench.measure import rounds as measure_rounds
 from membench.measure import stopping
 from membench.plan import variants
-from membench.core import last_words
+from membench.core import last_words, layout
 from membench.core.store_errors import StoreError
 
 
@@ -68,8 +68,8 @@ def stopped(plan: rounds.Plan, error: StoreError) -> int:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    bin_dir = args.bin_dir or f"bin/{args.system}"
-    runs_dir = args.runs_dir or f"results/{args.system}/runs"
+    bin_dir = args.bin_dir or layout.bin_dir(args.system)
+    runs_dir = args.runs_dir or str(layout.runs_dir("results", args.system))
     # SIGTERM (Snakemake stopping, scancel) sets a flag the round reads
     # before each try and while it waits: the harness is killed and the
     # repetition it was on is not stored (membench.measure.stopping).

@@ -9,6 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from membench.core import layout
 from membench.core.store_errors import StoreError
 from membench.measure import remeasure
 
@@ -19,7 +20,9 @@ def main(argv=None) -> int:
     parser.add_argument("--system", action="append", help="only this system (repeatable); default every system")
     args = parser.parse_args(argv)
     results = Path(args.directory) / "results"
-    systems = sorted(p.parent for p in results.glob("*/runs") if p.is_dir() and not p.is_symlink())
+    # a runs/ that is a link is never followed (docs/results-safety.md)
+    systems = [layout.system_dir(results, name) for name in layout.systems_with_runs(results)
+               if not layout.runs_dir(results, name).is_symlink()]
     if args.system:
         systems = [s for s in systems if s.name in args.system]
     rc, total = 0, 0
@@ -34,7 +37,7 @@ def main(argv=None) -> int:
         if moved:
             print(f"{system_dir.name}: {len(moved)} failed repetition(s) moved aside to {system_dir}/superseded/failed/:")
             for path, _ in moved:
-                print(f"  {path.relative_to(system_dir / 'runs')}")
+                print(f"  {path.relative_to(layout.runs_dir(results, system_dir.name))}")
     if total:
         print("the next run (make run, with the same CONFIG and RESULTS) measures them again and keeps the rest")
     elif rc == 0:

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import chi2_contingency
 
+from membench.core import layout
 from membench.plan import knobs as knob_table
 from membench.store import collect
 from membench.analyse import modes
@@ -82,7 +83,7 @@ def parse_side(spec: str) -> tuple[Path, str | None]:
     if ":" in spec and not Path(spec).exists():
         path, system = spec.rsplit(":", 1)
     root = Path(path)
-    if (root / "runs").is_dir() and system is None:  # one system's directory, results/<system>
+    if layout.holds_runs(root) and system is None:  # one system's directory, results/<system>
         return root.parent, root.name
     results = root / "results" if (root / "results").is_dir() else root
     if not results.is_dir():
@@ -91,7 +92,7 @@ def parse_side(spec: str) -> tuple[Path, str | None]:
 
 
 def systems_in(results: Path) -> list[str]:
-    return sorted(p.name for p in results.iterdir() if (p / "runs").is_dir())
+    return layout.systems_with_runs(results)
 
 
 def pair_systems(base_spec: str, new_spec: str) -> tuple[list[tuple[str, Path, str, Path]], list[str]]:
@@ -123,19 +124,18 @@ def _json_or_none(path: Path):
 
 def read_side(label: str, spec: str, results: Path, system: str) -> Side:
     """The stored records of one system as a table, with placement classes."""
-    base = results / system
-    topology = _json_or_none(base / "topology.json")
-    files = sorted(str(p) for p in (base / "runs").glob("**/r*.jsonl"))
+    topology = _json_or_none(layout.topology_path(results, system))
+    files = [str(p) for p in layout.run_files(results, system)]
     table = collect.records_table(collect.read_records(files), {system: topology} if topology else None)
     ok = table[table["status"] == "ok"] if "status" in table else table.iloc[:0]
     levels = factor_levels(ok).fillna("unknown").astype(str)
-    return Side(label, spec, results, system, _json_or_none(base / "environment.json"), topology, table, levels)
+    return Side(label, spec, results, system, _json_or_none(layout.environment_path(results, system)), topology, table, levels)
 
 
 def read_sides(*sides: tuple[str, str, Path, str]) -> list[Side]:
     """read_side of each, in processes of their own when the runs are many
     (reading and classifying records is most of a large comparison's time)."""
-    cells = sum(1 for _, _, results, system in sides for _ in (results / system / "runs").glob("*/*/*"))
+    cells = sum(len(layout.cell_dirs(results, system)) for _, _, results, system in sides)
     if cells < PARALLEL_CELLS or (os.cpu_count() or 1) < 2:
         return [read_side(*side) for side in sides]
     with ProcessPoolExecutor(max_workers=min(len(sides), os.cpu_count() or 1)) as pool:

@@ -30,6 +30,7 @@ import pandas as pd
 
 from membench.analyse.stats import undisturbed
 from membench.compare import match
+from membench.core import layout
 from membench.core.text import number
 from membench.findings.atlas import load_atlas
 from membench.store import collect
@@ -105,7 +106,7 @@ def _best_cell(ok: pd.DataFrame, column: str) -> dict | None:
 def run_quantities(results: Path, system: str) -> dict:
     """This run's quantities (the module's docstring) for one system:
     key -> {value, unit, n, interval, how, threads, pages}."""
-    files = sorted(str(p) for p in (results / system / "runs").glob("**/r*.jsonl"))
+    files = [str(p) for p in layout.run_files(results, system)]
     table = collect.records_table(collect.read_records(files)) if files else pd.DataFrame()
     ok = undisturbed(table[table["status"] == "ok"]) if "status" in table else table
     found = {}
@@ -142,14 +143,13 @@ def _conditions_text(conditions: dict) -> str:
     return "; ".join([conditions.get("scope", "?"), *shown])
 
 
-def _system_file(results: Path, system: str, name: str) -> dict:
-    path = results / system / name
+def _system_file(path: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def _run_conditions(results: Path, system: str, mine: dict) -> str:
-    topology = _system_file(results, system, "topology.json")
-    environment = _system_file(results, system, "environment.json")
+    topology = _system_file(layout.topology_path(results, system))
+    environment = _system_file(layout.environment_path(results, system))
     where = f"{len(topology.get('cpus', []))} CPUs{' of a virtual machine' if environment.get('virtualized') else ''}"
     ran = f", {mine['threads']} threads, {mine['pages']} pages" if "threads" in mine else ""
     return f"{where} ({topology.get('cpu_model', 'model unknown')}){ran}; {mine['how']}"

@@ -28,7 +28,7 @@ import yaml
 
 from membench.compare import reference
 from membench.compare.match import systems_in
-from membench.core import paths
+from membench.core import layout, paths
 from membench.store import bundle_check
 
 REFERENCES_SCHEMA = paths.SCHEMA_DIR / "references.schema.yaml"
@@ -126,11 +126,11 @@ def entry_from_bundle(bundle: Path, name: str, address: str, findings_schema: Pa
     with tempfile.TemporaryDirectory(prefix="membench-reference-") as unpacked:
         results = bundle_check.open_bundle(bundle, Path(unpacked) / "run", findings_schema) / "results"
         systems = [system] if system else systems_in(results)
-        if len(systems) != 1 or not (results / systems[0] / "runs").is_dir():
+        if len(systems) != 1 or not layout.holds_runs(layout.system_dir(results, systems[0])):
             raise refuse(f"{bundle}: holds systems {', '.join(systems_in(results)) or 'none'}; pick one with SYSTEM=")
         picked = systems[0]
-        topology = json.loads((results / picked / "topology.json").read_text())
-        environment_path = results / picked / "environment.json"
+        topology = json.loads(layout.topology_path(results, picked).read_text())
+        environment_path = layout.environment_path(results, picked)
         environment = json.loads(environment_path.read_text()) if environment_path.is_file() else {}
         findings_path = results / "summary" / "findings.json"
         findings = json.loads(findings_path.read_text()) if findings_path.is_file() else None

@@ -50,9 +50,40 @@ def environment_path(results: str | Path, system: str) -> Path:
     return Path(results) / system / ENVIRONMENT
 
 
+def measurements_path(results: str | Path, system: str) -> Path:
+    return Path(results) / system / MEASUREMENTS
+
+
+def bin_dir(system: str, root: str | Path = "bin") -> str:
+    return f"{root}/{system}"
+
+
+def holds_runs(folder: str | Path) -> bool:
+    """A system's own folder (results/<system>): it holds runs/."""
+    return (Path(folder) / RUNS).is_dir()
+
+
 def systems_with_runs(results: str | Path) -> list[str]:
-    """The systems of a results folder that hold runs/, by name."""
-    return sorted(p.name for p in Path(results).iterdir() if (p / RUNS).is_dir())
+    """The systems of a results folder that hold runs/, by name (none when
+    the folder is not there)."""
+    results = Path(results)
+    return sorted(p.name for p in results.iterdir() if holds_runs(p)) if results.is_dir() else []
+
+
+def run_files(results: str | Path, system: str, pattern: str = RUN_GLOB) -> list[Path]:
+    """One system's stored files under runs/ whose name matches `pattern`
+    (by default the repetition files), sorted."""
+    return sorted(runs_dir(results, system).rglob(pattern))
+
+
+def cell_dirs(results: str | Path, system: str) -> list[Path]:
+    """One system's cell folders (runs/<experiment>/<kernel>-<variant>/<axes>)."""
+    return sorted(runs_dir(results, system).glob("/".join(["*"] * CELL_PARTS)))
+
+
+def topology_files(results: str | Path) -> list[Path]:
+    """Every system's topology.json of a results folder, sorted."""
+    return sorted(Path(results).glob(f"*/{TOPOLOGY}"))
 
 
 def run_parts(path: str | Path) -> dict | None:

@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from rocrate.rocrate import ROCrate
 
+from membench.core import layout
 from membench.measure.identity import machine_digest
 
 # The profiles the crate names (root dataset conformsTo); bundle_check requires
@@ -32,8 +33,8 @@ PROFILES = {
 # figures. A bundle holds them so that a rebuild from its inputs alone can be
 # held against them byte for byte.
 BUILT_PATTERNS = ["summary/*.json", "summary/*.csv", "report.html", "figures/*.svg"]
-SYSTEM_FILES = ["topology.json", "environment.json"]
-SYSTEM_BUILT = ["measurements.csv"]
+SYSTEM_FILES = [layout.TOPOLOGY, layout.ENVIRONMENT]
+SYSTEM_BUILT = [layout.MEASUREMENTS]
 
 
 def sha256_of(data: bytes) -> str:
@@ -43,9 +44,10 @@ def sha256_of(data: bytes) -> str:
 def run_files(results: Path) -> list[Path]:
     """What the crate copies from a results folder, in a stable order."""
     found = []
-    for system in sorted(p for p in results.iterdir() if (p / "runs").is_dir()):
-        found += [system / name for name in SYSTEM_FILES + SYSTEM_BUILT if (system / name).is_file()]
-        found += sorted((system / "runs").rglob("*.jsonl"))
+    for system in layout.systems_with_runs(results):
+        folder = layout.system_dir(results, system)
+        found += [folder / name for name in SYSTEM_FILES + SYSTEM_BUILT if (folder / name).is_file()]
+        found += layout.run_files(results, system, "*.jsonl")
     for pattern in BUILT_PATTERNS:
         found += sorted(p for p in results.glob(pattern) if p.is_file())
     return found
@@ -117,7 +119,7 @@ def build_crate(results: Path, config: Path, repo: Path, binaries: Path | None =
             software.append(crate.add_jsonld({"@id": f"#binary-{binary.name}", "@type": "SoftwareApplication",
                                               "name": binary.name, "sha256": sha256_of(binary.read_bytes())}))  # fmt: skip
     machines = []
-    for topology in sorted(results.glob("*/topology.json")):
+    for topology in layout.topology_files(results):
         digest = machine_digest(json.loads(topology.read_text()))
         machines.append(crate.add_jsonld({"@id": f"#machine-{topology.parent.name}", "@type": "PropertyValue",
                                           "name": f"machine digest of {topology.parent.name}", "value": digest}))  # fmt: skip
