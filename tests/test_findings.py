@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO / "tools"))
 
 from membench.analyse import stats  # noqa: E402
 from membench.core.text import number  # noqa: E402
-from membench.findings import document, evidence  # noqa: E402
+from membench.findings import answers, document, evidence  # noqa: E402
 from membench.plan import checks, families, grammar, variants  # noqa: E402
 from membench.report import terminal  # noqa: E402
 from membench.store import collect  # noqa: E402
@@ -100,8 +100,11 @@ def test_findings_validate_for_every_shipped_config(config_path):
 
 
 def test_every_family_has_a_question_and_the_schema_knows_it():
+    """Every paper a family names, and none (a new family's: its own question)."""
     papers_in_schema = set(SCHEMA["properties"]["findings"]["items"]["allOf"][1]["properties"]["paper"]["enum"])
-    assert {f.paper for f in families.FAMILIES.values()} == papers_in_schema
+    assert {f.paper for f in families.FAMILIES.values()} | {""} == papers_in_schema
+    assert {f.paper for f in families.FAMILIES.values()} <= set(answers.QUESTIONS)
+    assert answers.finding("", None, [], "text")["question"] == answers.OWN_QUESTION
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,14 @@
  *
  * Adding a family = one new file kernels/families/<family>.c defining the
  * kernel functions and the family hooks (init, validate, corrupt), plus its
- * rows in kernels/families/kernel_table.c, its prototypes below and its entry
- * in kernels/families/variants.yaml.  Every kernel and family hook is
- * declared weak here, so a binary built with only some family files still
- * links: rows whose function is not linked in have fn == NULL and are
- * reported as "not linked" by --list.  MB_FAMILY (a compile-time string)
+ * rows in kernels/families/kernel_table.c (its functions declared there,
+ * weak, beside its rows: this file names only what several files share),
+ * its entry in kernels/families/variants.yaml and its row in
+ * workflow/scripts/membench/plan/families.py; tests/test_new_family.py adds
+ * one by those four files alone.  Every kernel and family hook is declared
+ * weak, so a binary built with only some family files still links: rows
+ * whose function is not linked in have fn == NULL and are reported as "not
+ * linked" by --list.  MB_FAMILY (a compile-time string)
  * selects which family the binary runs.  The harness (../harness/) knows no
  * family: it reads only the table.
  */

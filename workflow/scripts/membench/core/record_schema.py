@@ -32,17 +32,7 @@ from membench import SCHEMA_VERSION
 from membench.core import paths
 
 SCHEMA_FILE = paths.RECORD_SCHEMA
-# Families of kernels/families/variants.yaml and the schema block that covers each.
-FAMILY_BLOCKS = {
-    "stream": "family_bandwidth",
-    "readonly": "family_bandwidth",
-    "xor": "family_bandwidth",
-    "daxpy": "family_bandwidth",
-    "mix": "family_bandwidth",
-    "chase": "family_chase",
-    "loaded": "family_loaded",
-    "c2c": "family_c2c",
-}
+
 V1_PAGE_BYTES = 4096  # the version-1 chase grouped 4 KiB pages
 
 
@@ -66,6 +56,18 @@ def schema(stored: bool = True) -> dict:
 @functools.cache
 def _validators(stored: bool):
     return fastjsonschema.compile(schema(stored)), jsonschema.Draft7Validator(schema(stored))
+
+
+def family_blocks(kernel: str, root: dict | None = None) -> list[str]:
+    """The per-family blocks (definitions) the schema applies to records of
+    this kernel: every allOf entry whose condition tests the kernel alone."""
+    root = root or schema()
+    chosen = []
+    for part in root["allOf"]:
+        condition = part.get("if", {})
+        if set(condition.get("properties", {})) == {"kernel"} and jsonschema.Draft7Validator(condition).is_valid({"kernel": kernel}):
+            chosen.append(part["then"]["$ref"].rsplit("/", 1)[-1])
+    return chosen
 
 
 # Keys whose values decide which parts of the schema apply: a record whose

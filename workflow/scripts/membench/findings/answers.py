@@ -37,6 +37,8 @@ QUESTIONS = {
     "aws-loaded": "How much does latency grow under the heaviest load measured?",
     "aws-c2c": "How long does a cache line take to move between two cores, per locality class?",
 }
+# The question of a family that names no paper (its `paper` trait empty).
+OWN_QUESTION = "How does it scale with threads, and how far do runs range?"
 FEATURES = {
     "feature_sw_prefetch": "SW prefetch",
     "feature_vector_bits": "vector",
@@ -117,7 +119,7 @@ def finding(paper: str, main: dict | None, details: list[dict], text: str) -> di
     empty = {"value": None, "unit": None, "n": 0, "interval": None, "interval_kind": None, "decided": False,
              "status": evidence.NO_RUN, "cells": []}  # fmt: skip
     head = {k: v for k, v in (main or empty).items() if k in empty}
-    return {"paper": paper, "question": QUESTIONS[paper], **head, "text": text, "details": details}
+    return {"paper": paper, "question": QUESTIONS[paper] if paper else OWN_QUESTION, **head, "text": text, "details": details}
 
 
 def _spread_details(cells: pd.DataFrame, runs: pd.DataFrame, column: str, op) -> list[dict]:

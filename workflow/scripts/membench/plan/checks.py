@@ -34,8 +34,12 @@ from membench.plan.variants import all_variant_names, families
 
 
 def load_schema(path: Path) -> dict:
+    """The config schema, its kernel enum filled in from the family table
+    (a family is declared in plan/families.py, not again in the schema)."""
     with open(path) as fh:
-        return yaml.safe_load(fh)
+        schema = yaml.safe_load(fh)
+    schema["$defs"]["experiment"]["properties"]["kernel"]["enum"] = list(FAMILIES)
+    return schema
 
 
 def _describe_path(path) -> str:

@@ -1,0 +1,119 @@
+"""A new kernel family is its C file, its rows in the kernel table, its
+entry in variants.yaml and its row in plan/families.py: nothing else
+(issue 43). A copy of the workflow gets a fixture family, "fill" (a memset
+of the scalar and a sum over one array, validated:
+tests/fixtures/new_family/fill.c), by those four files alone; one
+Snakemake run then plans, builds, measures and reports it."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import copy_workflow
+from membench.findings import answers
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "new_family"
+# What adding the family changes in the copy, and nothing more.
+FOUR_FILES = {"kernels/families/fill.c", "kernels/families/kernel_table.c", "kernels/families/variants.yaml",
+              "workflow/scripts/membench/plan/families.py"}  # fmt: skip
+
+# The kernel table: the family's functions declared beside its rows, one
+# family row, one row per op (STREAM counting: set writes a, sum reads it).
+TABLE_DECLARATIONS = """
+/* family "fill" (fill.c): its functions, declared beside its rows */
+MB_WEAK void mb_fill_set(mb_arrays_t *A);
+MB_WEAK void mb_fill_sum(mb_arrays_t *A);
+MB_WEAK void mb_fill_model_set(double *v, double s);
+MB_WEAK void mb_fill_model_sum(double *v, double s);
+MB_FAMILY_HOOKS(fill);
+static const char *const fill_arrays[] = {"a"};
+
+const mb_family_t mb_family_table[] = {"""
+FAMILY_ROW = """
+    {.name = "fill", .narrays = 1, .array_names = fill_arrays, .elem_size = sizeof(double),
+     .scalar = 3.0, .init = mb_fill_init, .validate = mb_fill_validate, .corrupt = mb_fill_corrupt,
+     .description = "test fixture: a[j] = s, then sum += a[j], on one double array a=1, s=3"},
+};
+const size_t mb_family_count"""
+KERNEL_ROWS = """
+    {.family = "fill", .op = "set", .fn = mb_fill_set, .writes = 1, .model = mb_fill_model_set,
+     .description = "a[j] = s"},
+    {.family = "fill", .op = "sum", .fn = mb_fill_sum, .reads = 1, .model = mb_fill_model_sum,
+     .description = "sum += a[j]"},
+};
+const size_t mb_kernel_count"""
+VARIANTS_ENTRY = """  fill:
+    description: test fixture, a memset of the scalar and a sum over one double array
+    sources: [families/fill.c]
+    ops: [set, sum]
+    memory: {arrays: 1}
+    variants:
+      default:
+        description: plain C, compiled -O2
+        cflags: [-O2]
+        features: {vector_bits: 0, nt_stores: false, sw_prefetch: false, opt_level: "-O2"}
+"""
+FAMILIES_ROW = """    "fill": Family(BANDWIDTH),
+}  # fmt: skip"""
+CONFIG = {
+    "system": "testbox",
+    "repeats": 1,
+    "ntimes": 3,
+    "experiments": {"filling": {"kernel": "fill", "threads": [1], "affinity": ["close"], "size": ["2MiB"]}},
+}
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert text.count(old) == 1, f"{path.name}: {old!r} is not there once"
+    path.write_text(text.replace(old, new))
+
+
+def add_fill_family(workdir: Path) -> None:
+    families_dir = workdir / "kernels" / "families"
+    (families_dir / "fill.c").write_text((FIXTURE / "fill.c").read_text())
+    table = families_dir / "kernel_table.c"
+    edit(table, "\nconst mb_family_t mb_family_table[] = {", TABLE_DECLARATIONS)
+    edit(table, "\n};\nconst size_t mb_family_count", FAMILY_ROW)
+    edit(table, "\n};\nconst size_t mb_kernel_count", KERNEL_ROWS)
+    variants_file = families_dir / "variants.yaml"
+    # every binary holds the whole kernel table: the family's file joins the common sources too
+    edit(variants_file, "families/kernel_table.c, ", "families/kernel_table.c, families/fill.c, ")
+    variants_file.write_text(variants_file.read_text() + VARIANTS_ENTRY)
+    edit(workdir / "workflow" / "scripts" / "membench" / "plan" / "families.py", "\n}  # fmt: skip", "\n" + FAMILIES_ROW)
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory, venv_bin):
+    workdir = copy_workflow(tmp_path_factory.mktemp("new_family"))
+    add_fill_family(workdir)
+    status = subprocess.run(["git", "-C", str(workdir), "status", "--porcelain", "--untracked-files=all"],
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert {line[3:] for line in status.splitlines()} == FOUR_FILES
+    (workdir / "fill.yaml").write_text(yaml.safe_dump(CONFIG))
+    out = subprocess.run([str(venv_bin / "snakemake"), "--cores", "2", "--configfile", "fill.yaml"],
+                         cwd=workdir, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return workdir
+
+
+def test_its_records_are_measured_validated_and_stored(measured):
+    paths = sorted((measured / "results" / "testbox" / "runs").rglob("r*.jsonl"))
+    records = [json.loads(line) for path in paths for line in path.read_text().splitlines()]
+    assert {(r["kernel"], r["op"]) for r in records} == {("fill", "set"), ("fill", "sum")}
+    for record in records:
+        assert record["status"] == "ok" and record["valid"] is True, record.get("reason")
+        assert record["gbps"] > 0 and record["experiment"] == "filling"
+    set_record = next(r for r in records if r["op"] == "set")
+    assert set_record["bytes_per_iter"] == 2 * 2**20  # one write of the 2 MiB array
+
+
+def test_the_summary_and_the_report_show_it(measured):
+    cells = (measured / "results" / "summary" / "cells.csv").read_text()
+    assert "filling/fill-default/" in cells
+    report = (measured / "results" / "report.html").read_text()
+    assert 'id="experiment-filling"' in report and "filling/fill-default/" in report
+    assert answers.OWN_QUESTION in report  # the question of a family that names no paper
