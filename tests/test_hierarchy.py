@@ -211,13 +211,13 @@ def test_the_default_sweep_reaches_sixteen_llc_in_touched_lines():
     LLC instance in lines (a level sysfs hides up to 2 x, then memory held
     over two doublings), at least 1 GiB, bounded by half the memory
     available (dev16: 300 MiB L3, one pointer per 256 B -> 19200 MiB)."""
-    from membench.measure import harness
+    from membench.measure import auto_size, harness
 
-    assert harness.chase_auto_size(DEV16, 256) == 19200 * MiB
-    assert harness.chase_auto_size(DEV16, 64) == 4800 * MiB
-    assert harness.chase_auto_size(DEV16, 256, available=8 * 2**30) == 4 * 2**30  # bounded by memory
-    assert harness.chase_auto_size({"llc_bytes": 32 * MiB, "line_bytes": 64}, 256) == 2048 * MiB
-    assert harness.chase_auto_size({"llc_bytes": 4 * MiB, "line_bytes": 64}, 256) == 1024 * MiB  # the floor
+    assert auto_size.reach_size(DEV16, 256) == 19200 * MiB
+    assert auto_size.reach_size(DEV16, 64) == 4800 * MiB
+    assert auto_size.reach_size(DEV16, 256, available=8 * 2**30) == 4 * 2**30  # bounded by memory
+    assert auto_size.reach_size({"llc_bytes": 32 * MiB, "line_bytes": 64}, 256) == 2048 * MiB
+    assert auto_size.reach_size({"llc_bytes": 4 * MiB, "line_bytes": 64}, 256) == 1024 * MiB  # the floor
     request = harness.Request(system="dev16", kernel="chase", variant="default", ops=("random",), threads=1, affinity="close",
                               policy="default", pages="4k", init="parallel", size="auto", ntimes=3, repeat=0)  # fmt: skip
     resolved, why = harness.resolve(request, DEV16, list(range(16)))

@@ -25,8 +25,9 @@ PACKAGE = REPO / "workflow" / "scripts" / "membench"
 # Knobs whose harness default differs from the config's on purpose: the
 # pipeline always passes them (variant: the one the binary is built as;
 # threads: OpenMP's default; pages: the variant's declared pages; prefetch
-# distance: the variant's built-in one).
-HARNESS_DECIDES = {"variant", "threads", "pages", "prefetch_distance"}
+# distance: the variant's built-in one; size: the harness has none, it
+# takes bytes, `size: auto` resolved by membench.measure.auto_size).
+HARNESS_DECIDES = {"variant", "threads", "pages", "prefetch_distance", "size"}
 # Family options the config does not set (the harness's own constants).
 NOT_CONFIGURED = {"stride", "seed", "chunk-ms", "delay-every", "clean-lines"}
 # Harness options that are no knob: what the round passes besides the knobs.

@@ -7,6 +7,7 @@ import stat
 
 import pytest
 
+from membench.measure import auto_size
 from membench.measure import harness as measure
 from membench.core.atomic_files import contract_problems, read_jsonl
 
@@ -42,8 +43,8 @@ def test_all_threads_and_auto_size_resolve_from_the_host():
 
 
 def test_auto_size_has_a_floor_of_256_mib():
-    assert measure.auto_size({"llc_bytes": 2**20}) == 256 * 2**20
-    assert measure.auto_size({"llc_bytes": None}) == 256 * 2**20
+    assert auto_size.arrays_size({"llc_bytes": 2**20}) == 256 * 2**20
+    assert auto_size.arrays_size({"llc_bytes": None}) == 256 * 2**20
 
 
 @pytest.mark.parametrize(

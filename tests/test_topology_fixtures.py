@@ -16,7 +16,7 @@ sys.path.insert(0, str(FIXTURES))
 
 import sysfs_tree  # noqa: E402
 from membench.probe import topology  # noqa: E402
-from membench.measure import harness
+from membench.measure import auto_size, harness
 
 GiB = 2**30
 
@@ -225,7 +225,7 @@ def test_genoa_lists_twelve_l3s_and_auto_is_four_times_their_sum(tree):
     assert len([c for c in topo["cache_instances"] if c["level"] == 2]) == 96
     assert topo["llc_bytes"] == 32 * 2**20 and topo["llc_count"] == 12
     assert topo["llc_total_bytes"] == topology.llc_total_bytes(topo) == 384 * 2**20
-    assert harness.auto_size(topo) == 4 * 384 * 2**20
+    assert auto_size.arrays_size(topo) == 4 * 384 * 2**20
     # A team's usable LLC: the instances its CPUs share.
     assert topology.llc_capacity(topo, [0, 1, 96]) == 32 * 2**20
     assert topology.llc_capacity(topo, [0, 8, 200]) == 64 * 2**20
@@ -237,13 +237,13 @@ def test_two_sockets_give_auto_four_times_both_l3s(tree):
     l3 = [c for c in topo["cache_instances"] if c["level"] == 3]
     assert [c["cpus"] for c in l3] == [[*range(0, 56), *range(112, 168)], [*range(56, 112), *range(168, 224)]]
     assert topo["llc_total_bytes"] == 210 * 2**20 and topo["llc_count"] == 2
-    assert harness.auto_size(topo) == 4 * 210 * 2**20
+    assert auto_size.arrays_size(topo) == 4 * 210 * 2**20
     assert topology.llc_capacity(topo, range(56)) == 105 * 2**20
 
 
 def test_a_topology_from_before_instances_keeps_its_one_llc():
     old = {"llc_bytes": 32 * 2**20, "caches": [{"level": 3, "type": "Unified", "size_bytes": 32 * 2**20, "shared_cpus": [0, 1]}],
            "cpus": [{"cpu": 0}, {"cpu": 1}]}  # fmt: skip
-    assert topology.llc_total_bytes(old) == 32 * 2**20 and harness.auto_size(old) == 256 * 2**20
+    assert topology.llc_total_bytes(old) == 32 * 2**20 and auto_size.arrays_size(old) == 256 * 2**20
     assert topology.llc_capacity(old, [1]) == 32 * 2**20
     assert topology.llc_total_bytes({"llc_bytes": None}) == 0

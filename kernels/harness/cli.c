@@ -277,20 +277,20 @@ static void family_option(int i, const char *arg, options_t *o)
     o->famopt[i] = v;
 }
 
-/* --size: whole elements, at least one; auto = max(4 x largest cache, 256 MiB). */
+/* --size: whole elements, at least one.  Always given: `size: auto` is
+ * resolved on the host by the pipeline, in one place
+ * (workflow/scripts/membench/measure/auto_size.py), never here. */
 static void derive_size(const char *size_arg, options_t *o)
 {
     unsigned long long bytes;
-    if (strcmp(size_arg, "auto") == 0) {
-        size_t llc4 = 4 * mb_llc_total_bytes();
-        bytes = llc4 > ((size_t)256 << 20) ? llc4 : ((size_t)256 << 20);
-    } else if (parse_size(size_arg, &bytes) != 0 || bytes < g_family->elem_size ||
-               bytes > ((unsigned long long)1 << 50)) {
-        char allowed[128];
-        snprintf(allowed, sizeof allowed,
-                 "a number of bytes between %zu and 2^50, or auto", g_family->elem_size);
+    char allowed[160];
+    snprintf(allowed, sizeof allowed, "a number of bytes between %zu and 2^50 (--size is required)",
+             g_family->elem_size);
+    if (!size_arg)
+        die_usage("--size", "", allowed);
+    if (parse_size(size_arg, &bytes) != 0 || bytes < g_family->elem_size ||
+        bytes > ((unsigned long long)1 << 50))
         die_usage("--size", size_arg, allowed);
-    }
     o->elements = (size_t)(bytes / g_family->elem_size);
     o->size_bytes = o->elements * g_family->elem_size;
 }
@@ -324,7 +324,7 @@ static void parse_args(int argc, char **argv, options_t *o)
     static char all_opts[1024];
     static struct option longopts[MB_O_COUNT + MB_MAX_FAMOPTS + 1];
     options_from_tables(o, longopts, all_opts, sizeof all_opts);
-    const char *size_arg = "auto";
+    const char *size_arg = NULL;
 
     opterr = 0;
     for (;;) {

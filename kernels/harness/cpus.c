@@ -186,55 +186,6 @@ int mb_bind_self(int cpu)
     return sched_setaffinity(0, sizeof set, &set) == 0 ? 0 : errno;
 }
 
-
-static unsigned long long cache_size_text(const char *buf)
-{
-    char *end;
-    unsigned long long v = strtoull(buf, &end, 10);
-    if (*end == 'K') v <<= 10;
-    else if (*end == 'M') v <<= 20;
-    else if (*end == 'G') v <<= 30;
-    return v;
-}
-
-/* Every CPU's highest-level data or unified cache, each instance counted
- * once: at the first CPU of its shared_cpu_list. */
-size_t mb_llc_total_bytes(void)
-{
-    int top = 0;
-    unsigned long long total = 0;
-    for (int cpu = 0; cpu < MB_MAX_CPUS; cpu++) {
-        char path[160], buf[256];
-        int level = 0;
-        unsigned long long size = 0;
-        long first = -1;
-        for (int i = 0; i < 16; i++) {
-            snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/cache/index%d/type", cpu, i);
-            if (mb_read_text(path, buf, sizeof buf) != 0 || strncmp(buf, "Instruction", 11) == 0)
-                continue;
-            snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/cache/index%d/level", cpu, i);
-            long lv = mb_read_long(path, 0);
-            snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/cache/index%d/size", cpu, i);
-            char sz[64];
-            if (lv < level || mb_read_text(path, sz, sizeof sz) != 0)
-                continue;
-            snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/cache/index%d/shared_cpu_list", cpu, i);
-            level = (int)lv;
-            size = cache_size_text(sz);
-            first = mb_read_text(path, buf, sizeof buf) == 0 ? strtol(buf, NULL, 10) : cpu;
-        }
-        if (level == 0)
-            continue;
-        if (level > top) { /* a higher level than seen so far: restart the sum */
-            top = level;
-            total = 0;
-        }
-        if (level == top && first == cpu)
-            total += size;
-    }
-    return (size_t)total;
-}
-
 /* A power of two that can hold a pointer and divides a 4 KiB page: the
  * coherency line size of cpu0's first cache, 64 when unreadable or odd. */
 size_t mb_line_bytes(void)

@@ -36,9 +36,9 @@ const mb_opt_t mb_harness_options[MB_O_COUNT] = {
     [MB_O_INIT] = {"init", "I", "choice", "parallel", 1, 0, "parallel,serial,serial-arrays",
                    "first touch by the team (parallel), the calling thread element by element (serial) "
                    "or array by array (serial-arrays)"},
-    [MB_O_SIZE] = {"size", "BYTES", "bytes", "auto", 1, 1LL << 50, "auto",
-                   "bytes per array (at least one element), or auto = max(4 x the sum "
-                   "of all last-level caches, 256 MiB)"},
+    [MB_O_SIZE] = {"size", "BYTES", "bytes", NULL, 1, 1LL << 50, NULL,
+                   "bytes per array (at least one element); required (the pipeline "
+                   "resolves size: auto, membench.measure.auto_size)"},
     [MB_O_NTIMES] = {"ntimes", "K", "int", "10", 2, 100000000, NULL,
                      "iterations per op, the first dropped"},
     [MB_O_REPEAT] = {"repeat", "R", "int", "0", 1, 0, NULL, "integer, recorded only"},

@@ -116,9 +116,6 @@ long mb_sample_page_nodes(const mb_mapping_t *m, int nmaps, int per_array,
 double mb_hugepage_fraction(const mb_mapping_t *m, int nmaps);
 
 /* ---- caches (cpus.c) ---- */
-/* The sum of every last-level cache instance in sysfs, over all CPUs
- * (0 if unknown): STREAM's rule sizes arrays at 4 x this. */
-size_t mb_llc_total_bytes(void);
 /* The first thread of a plan on thread `of`'s physical core, or -1. */
 int mb_thread_on_core_of(const int *plan, int threads, int of);
 /* Cache line bytes (sysfs coherency_line_size of cpu0; 64 when unreadable

@@ -19,18 +19,16 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from membench import SCHEMA_VERSION, __version__
-from membench.plan import c2c_pairs, families, latency_sweep
-from membench.measure import loaded_cpus, memory, options
+from membench.plan import c2c_pairs, families
+from membench.measure import auto_size, loaded_cpus, memory, options
 from membench.plan import variants
 from membench.plan.request import Request
 from membench.core import paths
 from membench.core.atomic_files import write_jsonl_atomic
 from membench.core.store_errors import store_error
 from membench.measure.stopping import Stopped, run_child
-from membench.probe.topology import llc_total_bytes, parse_cpulist
+from membench.probe.topology import parse_cpulist
 
-AUTO_SIZE_FLOOR = 256 * 2**20
-C2C_AUTO_POOL = 4 * 2**20
 # Binding variables a user's shell may carry; the harness binds by itself.
 BINDING_ENV = ("OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY", "OMP_NUM_THREADS")
 HARNESS_SKIPPED = 3
@@ -39,28 +37,6 @@ VARIANTS_FILE = paths.VARIANTS_FILE
 # written, so that a rerun measures the repetition again. (SIGKILL is not
 # among them: the OOM killer sends it, and that is the cell's failure.)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-def auto_size(topology: dict) -> int:
-    """STREAM's rule: each array at least 4 x the sum of every last-level
-    cache instance (12 L3s on an EPYC Genoa socket, one per socket on a
-    Xeon), and at least 256 MiB."""
-    return max(4 * llc_total_bytes(topology), AUTO_SIZE_FLOOR)
-
-
-def chase_auto_size(topology: dict, spacing: int, available: int | None = None) -> int:
-    """The chase's `size: auto`: the most its sweep may reach, the stated
-    rule's (membench.plan.latency_sweep.reach_bytes: touched lines 16 x the
-    chasing CPU's LLC instance, topology llc_bytes, at least 1 GiB); the
-    sweep stops before it once the answer is in, and touches only what it
-    measured. Bounded by half the memory this process may still allocate,
-    in whole pointer slots."""
-    llc = topology.get("llc_bytes") or 0
-    line = topology.get("line_bytes") or 64
-    size = latency_sweep.reach_bytes(llc, spacing, line)
-    if available:
-        size = min(size, available // 2)
-    return max(size // spacing * spacing, spacing)
 
 
 def _thread_nodes(affinity: str, threads: int, allowed: list[int], topology: dict) -> set[int]:
@@ -120,9 +96,7 @@ def resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict,
         return c2c_resolve(request, topology, allowed)
     affinity = request.affinity
     threads = resolve_threads(request.threads, request.affinity, allowed, topology)
-    size = auto_size(topology) if request.size == "auto" else request.size
-    if request.kernel == "chase" and request.size == "auto":
-        size = chase_auto_size(topology, request.chase_spacing, memory.host_memory().available)
+    size = auto_size.resolve(request, topology)
     if affinity.startswith("node:"):
         node = int(affinity.removeprefix("node:"))
         cpus = node_cpus(node, allowed, topology)
@@ -179,10 +153,9 @@ def memory_node_problem(policy: str, topology: dict) -> str | None:
 
 def c2c_resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict, str | None]:
     """A c2c cell: its pair's CPUs (sampled from this host's topology), the
-    clean pool (auto = 4 x the L2, at least 4 MiB)."""
+    clean pool (membench.measure.auto_size)."""
     cpus, why = c2c_pairs.resolve(request.pair, request.pairs_per_class, topology, allowed)
-    l2 = max((c["size_bytes"] for c in topology.get("caches", []) if c["level"] == 2), default=0)
-    size = max(4 * l2, C2C_AUTO_POOL) if request.size == "auto" else request.size
+    size = auto_size.resolve(request, topology)
     resolved = {"threads": len(cpus) if cpus else 2, "size": size, "policy": request.policy, "affinity": "none"}
     if cpus:
         resolved["affinity"] = "cpus:" + ",".join(map(str, cpus))

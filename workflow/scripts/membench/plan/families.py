@@ -17,6 +17,10 @@ from dataclasses import dataclass
 
 # What a family's records measure.
 BANDWIDTH, LATENCY, LOADED, HANDOFF = "bandwidth", "latency", "loaded", "handoff"
+# How `size: auto` is resolved on the host (membench.measure.auto_size):
+# ARRAYS each array 4 x the last-level caches (STREAM's rule), REACH the
+# chase sweep's reach, POOL the hand-off pool (4 x the L2).
+ARRAYS, REACH, POOL = "arrays", "reach", "pool"
 # The figures of a family that declares none of its own.
 DEFAULT_FIGURES = ("scaling", "histogram", "placement")
 
@@ -40,6 +44,8 @@ class Family:
     min_threads: int = 0
     max_threads: int = 0
     figures: tuple[str, ...] = DEFAULT_FIGURES
+    # the rule of its `size: auto` (ARRAYS, REACH or POOL)
+    auto_size: str = ARRAYS
     # the question its experiments answer (membench.findings.answers.QUESTIONS)
     paper: str = ""
 
@@ -59,11 +65,12 @@ FAMILIES = {
     "daxpy": Family(BANDWIDTH, paper="ornl"),
     "mix": Family(BANDWIDTH, knobs=(), paper="mlc"),
     "chase": Family(LATENCY, knobs=("threads", "affinity", "sweep_from", "points_per_octave", *_CHASE),
-                    latency_op="random", min_threads=1, max_threads=1, figures=("latency",), paper="aws-latency"),
+                    latency_op="random", min_threads=1, max_threads=1, figures=("latency",), paper="aws-latency",
+                    auto_size=REACH),
     "loaded": Family(LOADED, knobs=("threads", "affinity", "load_op", "load_delay", *_CHASE), op_knob="load_op",
                      min_threads=2, figures=("loaded",), paper="aws-loaded"),
     "c2c": Family(HANDOFF, knobs=("pair", "pairs", "pairs_per_class", "pair_classes", "c2c_samples", "c2c_roundtrips"),
-                  pairs=True, min_threads=2, figures=("handoff",), paper="aws-c2c"),
+                  pairs=True, min_threads=2, figures=("handoff",), paper="aws-c2c", auto_size=POOL),
 }  # fmt: skip
 
 
