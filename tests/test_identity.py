@@ -207,10 +207,10 @@ def test_a_write_error_names_the_path_and_keeps_what_was_stored(box, monkeypatch
 
     monkeypatch.setattr(measure, "write_jsonl_atomic", full_disk)
     config = {"system": "box", "repeats": 1, "ntimes": 3, "experiments": {"e": {"kernel": "stream", "threads": [1, 2, 4]}}}
-    study = rounds.RoundInputs(*checks.load(config, SCHEMA, VARIANTS)).study_file(0, str(tmp_path))
+    study = rounds.RoundInputs(*checks.load(config, SCHEMA, VARIANTS), VARIANTS).study_file("box", 0, str(tmp_path))
     from measure_round import main
 
-    argv = ["--study-file", study, "--variants", str(REPO / "kernels" / "families" / "variants.yaml"), "--system", "box", "--round", "0",
+    argv = ["--study-file", study, "--system", "box", "--round", "0",
             "--topology", str(box.topology), "--bin-dir", str(box.harness.parent), "--runs-dir", str(box.runs),
             "--manifest", str(tmp_path / "m.json"), "--log", str(tmp_path / "r0.log")]  # fmt: skip
     assert main(argv) == 1

@@ -119,10 +119,16 @@ def test_each_pair_is_its_own_request():
 def test_the_round_expands_pairs_from_the_topology():
     import yaml
 
-    config, _ = load_matrix_config()
-    study = rounds.round_study(config, 0)
-    assert len(rounds.study_cells(study, 0, TABLE, make_topology(4))) == 32
-    assert len(rounds.study_cells(study, 0, TABLE, make_topology(1))) == 2
+    config, cells = load_matrix_config()
+    study = json.loads(rounds.RoundInputs(config, cells, TABLE).study("s", 0))
+    for nodes, count in ((4, 32), (1, 2)):
+        plan = rounds.plan_of_study(study, "s", 0, make_topology(nodes))
+        assert len(plan.members) == count
+        # each pair's id and request as the config's cells give them
+        concrete = node_pairs.expand_pairs(cells, make_topology(nodes))
+        assert sorted((m.id, m.request_digest) for m in plan.members) == sorted(
+            (c.id, rounds.digest(rounds.cell_request(c, "s", 0, TABLE))) for c in concrete)
+    assert rounds.plan_of_study(study, "s", 0, None).members == []  # not probed: no pair to name
 
 
 def test_bad_pair_configs_are_all_named_at_once():

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -68,28 +69,39 @@ def test_cells_with_fewer_repeats_leave_the_later_rounds():
 
 def test_what_snakemake_tracks_per_round_follows_every_knob_and_no_other_round():
     def study(k=0, **knobs):
-        return rounds.RoundInputs(*config_of(**knobs)).study(k)
+        return rounds.RoundInputs(*config_of(**knobs), VARIANTS).study("box", k)
 
     assert study(ntimes=4) != study()  # a knob outside the cell's name
     assert study(threads=(1, 2, 4, 8, 16)) != study()  # a new cell
     assert study(k=2, repeats=5) == study(k=2)  # more repeats: new rounds only
     mixed = {"repeats": 2, "experiments": {"a": {"kernel": "stream"}, "b": {"kernel": "xor", "repeats": 1}}}
-    inputs = rounds.RoundInputs(*checks.load(mixed, SCHEMA, VARIANTS))
-    assert set(json.loads(inputs.study(0))["experiments"]) == {"a", "b"}
-    assert set(json.loads(inputs.study(1))["experiments"]) == {"a"}
+    inputs = rounds.RoundInputs(*checks.load(mixed, SCHEMA, VARIANTS), VARIANTS)
+    assert {r["experiment"] for r in json.loads(inputs.study("box", 0))["requests"]} == {"a", "b"}
+    assert {r["experiment"] for r in json.loads(inputs.study("box", 1))["requests"]} == {"a"}
+    assert inputs.study("other", 1) != inputs.study("box", 1)  # the system is in every request
     assert inputs.binaries(1, "bin/x") == ["bin/x/stream-default"]
 
 
 def test_the_job_plans_from_its_study_what_the_config_plans():
-    """The measure job gets only its round's study; its plan is the one the
-    whole config gives (same cells, same order, same requests)."""
+    """The measure job gets only its round's study, the requests with their
+    digests; its plan is the one the whole config gives (same cells, same
+    order, same requests), and it never expands the config's grammar."""
     config, cells = config_of(repeats=3)
+    inputs = rounds.RoundInputs(config, cells, VARIANTS)
     for k in range(3):
-        study = json.loads(rounds.RoundInputs(config, cells).study(k))
-        from_study = rounds.plan_round(rounds.study_cells(study, k, VARIANTS), "box", k, study["shuffle_seed"], VARIANTS)
+        study = json.loads(inputs.study("box", k))
+        assert all(entry["request_digest"] == rounds.digest(entry["request"]) for entry in study["requests"])
+        with mock.patch.object(rounds.grammar, "expand", side_effect=AssertionError("the grammar expanded")):
+            from_study = rounds.plan_of_study(study, "box", k, TOPOLOGY)
         from_config = rounds.plan_round(cells, "box", k, config["shuffle_seed"], VARIANTS)
-        assert [c.id for c in from_study.cells] == [c.id for c in from_config.cells]
+        assert [m.id for m in from_study.members] == [m.id for m in from_config.members]
         assert from_study.requests == from_config.requests and from_study.digest == from_config.digest
+    with pytest.raises(rounds.StudyError, match="round 0 of box, not round 1 of box"):
+        rounds.plan_of_study(json.loads(inputs.study("box", 0)), "box", 1, TOPOLOGY)
+    edited = json.loads(inputs.study("box", 0))
+    edited["requests"][0]["request"]["ntimes"] = 99
+    with pytest.raises(rounds.StudyError, match="does not match its digest"):
+        rounds.plan_of_study(edited, "box", 0, TOPOLOGY)
 
 
 def fake_harness(path: Path, body: str) -> Path:
@@ -312,14 +324,15 @@ def test_collect_names_deleted_repetition_files_and_the_manifests_to_delete(tmp_
 
 def test_a_round_whose_snakemake_has_already_ended_stops_with_one_line(tmp_path):
     config = config_of(repeats=1, threads=(1,))[0]
-    inputs = rounds.RoundInputs(config, cells_of(repeats=1, threads=(1,)))
-    study_file = inputs.study_file(0, str(tmp_path / "studies"))
-    assert json.loads(Path(study_file).read_text()) == json.loads(inputs.study(0))
-    assert inputs.study_file(0, str(tmp_path / "studies")) == study_file  # named by content
+    inputs = rounds.RoundInputs(config, cells_of(repeats=1, threads=(1,)), VARIANTS)
+    assert not Path(inputs.study_file("box", 0, str(tmp_path / "studies"), write=False)).exists()  # a dry run
+    study_file = inputs.study_file("box", 0, str(tmp_path / "studies"))
+    assert json.loads(Path(study_file).read_text()) == json.loads(inputs.study("box", 0))
+    assert inputs.study_file("box", 0, str(tmp_path / "studies")) == study_file  # named by content
     ended = subprocess.Popen(["true"])
     ended.wait()
     argv = [sys.executable, str(REPO / "workflow" / "scripts" / "measure_round.py"),
-            "--study-file", study_file, "--variants", str(REPO / "kernels" / "families" / "variants.yaml"),
+            "--study-file", study_file,
             "--system", "box", "--round", "0", "--topology", str(tmp_path / "topology.json"),
             "--manifest", str(tmp_path / "r0.json"), "--log", str(tmp_path / "r0.log"), "--parent-pid", str(ended.pid)]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(REPO / "workflow" / "scripts")}

@@ -170,7 +170,7 @@ PACKAGE_SOURCES = [
 
 
 ROUNDS = rounds.round_count(CELLS)
-ROUND_INPUTS = rounds.RoundInputs(CONFIG, CELLS)
+ROUND_INPUTS = rounds.RoundInputs(CONFIG, CELLS, VARIANTS)
 MEASURE_ROUND = from_workdir(REPO / "workflow" / "scripts" / "measure_round.py")
 # The measure job's command: its rule's conda env under --sdm conda, else
 # the interpreter running Snakemake (a shell job's PATH may lack the venv).
@@ -182,8 +182,6 @@ MEASURE_COMMAND = shlex.join(
             else sys.executable
         ),
         str(MEASURE_ROUND),
-        "--variants",
-        str(VARIANTS_FILE),
     ]
 )
 
@@ -194,7 +192,11 @@ def stored_runs(wildcards):
     that are stored."""
     if not FIGURES_ONLY:
         return [
-            f"results/{wildcards.system}/rounds/r{k}-{ROUND_INPUTS.study_digest(k)}.json"
+            layout.manifest_path(
+                f"results/{wildcards.system}",
+                k,
+                ROUND_INPUTS.study_digest(wildcards.system, k),
+            )
             for k in range(ROUNDS)
         ]
     return stored_index(wildcards.system)
@@ -249,7 +251,9 @@ def not_shown():
 
 def round_manifests(system):
     return [
-        layout.manifest_path(f"results/{system}", k, ROUND_INPUTS.study_digest(k))
+        layout.manifest_path(
+            f"results/{system}", k, ROUND_INPUTS.study_digest(system, k)
+        )
         for k in range(ROUNDS)
     ]
 
@@ -322,12 +326,10 @@ def round_binaries(wildcards):
     return ROUND_INPUTS.binaries(int(wildcards.round), f"bin/{wildcards.system}")
 
 
-def round_study(wildcards):
-    return ROUND_INPUTS.study(int(wildcards.round))
-
-
 def round_study_file(wildcards):
-    return ROUND_INPUTS.study_file(int(wildcards.round), ".snakemake/membench/studies")
+    return ROUND_INPUTS.study_file(
+        wildcards.system, int(wildcards.round), ".snakemake/membench/studies"
+    )
 
 
 def report_figures():

@@ -25,10 +25,9 @@ rule measure_round:
         **slurm_resources(),
         machine=100,
     params:
-        # What Snakemake tracks: the round's experiments (rounds.round_study).
-        study=round_study,
-        # The same, as the job reads it: a file, since as one shell argument
-        # it would be capped at 128 KiB.
+        # The round's requests (rounds.RoundInputs.study), which the
+        # manifest's name follows: a file, since as one shell argument it
+        # would be capped at 128 KiB.
         study_file=round_study_file,
         command=MEASURE_COMMAND,
     shell:

@@ -10,20 +10,17 @@ import json
 import sys
 from pathlib import Path
 
-from membench.plan import grammar
 from membench.store import progress
 from membench.plan import rounds
 from membench.measure import rounds as measure_rounds
 from membench.measure import stopping
-from membench.plan import variants
 from membench.core import last_words, layout
 from membench.core.store_errors import StoreError
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--study-file", required=True, help="the round's experiments, as JSON (rounds.round_study)")
-    parser.add_argument("--variants", required=True, help="kernels/families/variants.yaml")
+    parser.add_argument("--study-file", required=True, help="the round's requests, as JSON (rounds.RoundInputs.study)")
     parser.add_argument("--system", required=True)
     parser.add_argument("--round", type=int, required=True)
     parser.add_argument("--topology", required=True)
@@ -75,12 +72,14 @@ def main(argv=None) -> int:
     # repetition it was on is not stored (membench.measure.stopping).
     stopping.stop_on_sigterm()
     study = json.loads(Path(args.study_file).read_text())
-    table = variants.load_variants(Path(args.variants))
     # The system's probe (a Snakemake input of the round, always there in
     # the pipeline) makes the node-matrix pairs concrete.
     probe = Path(args.topology)
-    cells = rounds.study_cells(study, args.round, table, json.loads(probe.read_text()) if probe.exists() else None)
-    plan = rounds.plan_round(cells, args.system, args.round, study["shuffle_seed"], table)
+    try:
+        plan = rounds.plan_of_study(study, args.system, args.round, json.loads(probe.read_text()) if probe.exists() else None)
+    except rounds.StudyError as error:
+        print(f"{args.system} round {args.round}: {args.study_file}: {error}", file=sys.stderr)
+        return 1
     with open(args.log, "a") as log:
         try:
             if args.parent_pid:

@@ -27,7 +27,6 @@ from membench.measure import identity, superseded, tries
 from membench.measure import lock as measure_lock
 from membench.measure.harness import Request, measure_cell
 from membench.measure.stored_index import StoredIndex
-from membench.plan import rounds
 from membench.plan.rounds import Plan
 
 
@@ -73,12 +72,12 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
     disturbed, tried_again = [], {}
     started = time.monotonic()
     machine = identity.machine_digest(json.loads(Path(topology).read_text()))
-    own = [layout.run_path(runs_dir, cell, plan.round_index) for cell in plan.cells]
+    own = [layout.run_path(runs_dir, member, plan.round_index) for member in plan.members]
     index = StoredIndex(runs_dir, plan.round_index, set(own))
-    for position, (cell, request, path) in enumerate(zip(plan.cells, plan.requests, own), start=1):
-        binary = layout.binary_path(bin_dir, cell)
+    for position, (member, path) in enumerate(zip(plan.members, own), start=1):
+        binary, request = layout.binary_path(bin_dir, member), member.request
         identity_keys = {
-            "request_digest": rounds.digest(request),
+            "request_digest": member.request_digest,
             "binary_sha256": identity.file_sha256(binary),
             "machine_digest": machine,
         }
@@ -101,7 +100,7 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
                 unverified.append(path)
             _store(lambda: tries.forget_tries(path), "store", path)  # a stop after its last try was stored
             continue
-        log.write(f"== {cell.id} r{plan.round_index}\n")
+        log.write(f"== {member.id} r{plan.round_index}\n")
         log.flush()
         one = time.monotonic()
         # the bound is per repetition: tries an earlier, stopped run measured count
@@ -111,7 +110,7 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
         while True:
             records = measure_cell(
                 binary, topology, path, log,
-                request=Request.of_dict(request), experiment=cell.experiment, cell_id=cell.id,
+                request=Request.of_dict(request), experiment=member.experiment, cell_id=member.id,
                 extra={**identity_keys, "measure_try": attempt}, run_process=run_harness_process,
             )  # fmt: skip (a write error there is a StoreError too)
             causes = _disturbed_by(records)
@@ -128,8 +127,8 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
         measured.append(path)
         again = sum(len(asides) for asides in tried_again.values())
         progress(
-            f"{plan.system} round {plan.round_index}: {position}/{len(plan.cells)} "
-            f"{cell.id} ({time.monotonic() - one:.1f} s)"
+            f"{plan.system} round {plan.round_index}: {position}/{len(plan.members)} "
+            f"{member.id} ({time.monotonic() - one:.1f} s)"
             + (f"; disturbed {len(disturbed)} kept, {again} measured again" if disturbed or again else "")
         )
     return {

@@ -74,10 +74,10 @@ class Cell(Knobs):
         """Path-safe, unique name: <experiment>/<kernel>-<variant>/<axes>."""
         traits = families.family(self.kernel)
         if traits.pairs:  # the pair sets threads and CPUs
-            axes = "_".join(_path_safe(str(v)) for v in (f"p{self.pair}", self.policy, self.pages, f"s{self.size}"))
+            axes = "_".join(path_safe(str(v)) for v in (f"p{self.pair}", self.policy, self.pages, f"s{self.size}"))
             return f"{self.experiment}/{self.kernel}-{self.variant}/{axes}"
         axes = "_".join(
-            _path_safe(str(v))
+            path_safe(str(v))
             for v in (
                 f"t{self.threads}",
                 self.affinity,
@@ -101,7 +101,7 @@ class Cell(Knobs):
         return asdict(self)
 
 
-def _path_safe(value: str) -> str:
+def path_safe(value: str) -> str:
     return value.replace(":", "=").replace(",", "+")
 
 

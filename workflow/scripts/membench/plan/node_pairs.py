@@ -6,8 +6,9 @@ gives a row (node:0 with bind:each) or a column of the matrix.
 
 When the pairs are made: the config is planned before the system is probed
 (Snakemake builds the job graph on a fresh machine before topology.json
-exists), so the config's cells keep `node:each` / `bind:each` as one cell
-each. The round job, which has topology.json as an input, makes the pairs:
+exists), so the config's cells, and the requests a round's study carries,
+keep `node:each` / `bind:each` as one each. The round job, which has
+topology.json as an input, makes the pairs (pair_requests):
 one concrete cell per node of that system (affinity node:I, policy bind:J),
 each measured, stored and verified like any other cell, with its own run
 file and request digest. A round is rerun when topology.json changes, so
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from membench.plan.grammar import Cell
+from membench.plan.grammar import Cell, path_safe
 
 EACH_AFFINITY = "node:each"
 EACH_POLICY = "bind:each"
@@ -69,3 +70,34 @@ def expand_pairs(cells: list[Cell], topology: dict | None) -> list[Cell]:
         for concrete in pair_cells(cell, nodes):
             out.setdefault(concrete.id, concrete)
     return list(out.values())
+
+
+def pair_requests(cell_id: str, request: dict, topology: dict | None) -> list[tuple[str, dict]]:
+    """What pair_cells does for a cell, for one request of a round's study
+    (membench.plan.rounds) and its cell id: (id, request) of every concrete
+    pair, the id's `each` part named as the concrete cell's id names it;
+    none without a topology, as expand_pairs."""
+    rows = [EACH_AFFINITY] if request["affinity"] == EACH_AFFINITY else [None]
+    columns = [EACH_POLICY] if request["policy"] == EACH_POLICY else [None]
+    if rows == [None] and columns == [None]:
+        return [(cell_id, request)]
+    if topology is None:
+        return []
+    nodes = topology_nodes(topology)
+    rows = nodes if rows != [None] else rows
+    columns = nodes if columns != [None] else columns
+    folder, axes = cell_id.rsplit("/", 1)
+    out = []
+    for row in rows:
+        for column in columns:
+            changes = {}
+            if row is not None:
+                changes["affinity"] = f"node:{row}"
+            if column is not None:
+                changes["policy"] = f"bind:{column}"
+            # the id's axes are path_safe values joined by "_": the each
+            # values are whole parts of it (Cell.id)
+            named = {path_safe(request[knob]): path_safe(value) for knob, value in changes.items()}
+            concrete = "_".join(named.get(part, part) for part in axes.split("_"))
+            out.append((f"{folder}/{concrete}", {**request, **changes}))
+    return out

@@ -12,6 +12,12 @@ measures only what is missing; a real change moves the old file aside
 (membench.measure.superseded) before measuring again. The round's manifest (its Snakemake output) lists its
 repetition files; those files are not Snakemake outputs, so Snakemake never
 deletes one, whatever happens to the job.
+
+The round carries its requests, not the config: its study (round k of one
+system) lists the request of every cell with a repetition k
+(membench.plan.request, as_dict) and that request's digest, and the job
+measures those (plan_of_study) without expanding the config's grammar
+again; only the node-matrix pairs are made there, from the probe.
 """
 
 from __future__ import annotations
@@ -23,8 +29,7 @@ from pathlib import Path
 
 from membench.core import layout
 from membench.core.atomic_files import write_text_atomic
-from membench.plan import grammar
-from membench.plan import node_pairs
+from membench.plan import grammar, node_pairs
 from membench.plan.grammar import Cell
 from membench.plan.request import Request
 
@@ -44,12 +49,43 @@ def round_count(cells: list[Cell]) -> int:
     return max((cell.repeats for cell in cells), default=0)
 
 
+def _round_order(members: list, round_index: int, seed: int) -> list:
+    """Cells or members (anything with an id) in round k's shuffled order (a
+    different order each round, the same on every rerun)."""
+    return sorted(members, key=lambda m: (grammar.shuffle_key(m.id, round_index, seed), m.id))
+
+
 def round_cells(cells: list[Cell], round_index: int, seed: int) -> list[Cell]:
-    """The cells with a repetition `round_index`, in this round's shuffled
-    order (a different order each round, the same on every rerun)."""
-    members = [(cell.id, cell) for cell in cells if cell.repeats > round_index]
-    members.sort(key=lambda entry: (grammar.shuffle_key(entry[0], round_index, seed), entry[0]))
-    return [cell for _, cell in members]
+    """The cells with a repetition `round_index`, in this round's order."""
+    return _round_order([cell for cell in cells if cell.repeats > round_index], round_index, seed)
+
+
+@dataclass(frozen=True)
+class Member:
+    """One repetition a round measures: its cell's id and experiment and its
+    request (Request.as_dict, with system and repeat), whose digest is what
+    a stored repetition is kept by (membench.measure.identity)."""
+
+    id: str
+    experiment: str
+    request: dict
+    request_digest: str
+
+    @classmethod
+    def of(cls, cell_id: str, experiment: str, request: dict) -> Member:
+        return cls(cell_id, experiment, request, digest(request))
+
+    @property
+    def kernel(self) -> str:
+        return self.request["kernel"]
+
+    @property
+    def variant(self) -> str:
+        return self.request["variant"]
+
+    def as_dict(self) -> dict:
+        return {"cell": self.id, "experiment": self.experiment, "request": self.request,
+                "request_digest": self.request_digest}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -59,81 +95,101 @@ class Plan:
 
     system: str
     round_index: int
-    cells: list[Cell]
-    requests: list[dict]
+    members: list[Member]
     digest: str
+
+    @property
+    def requests(self) -> list[dict]:
+        return [member.request for member in self.members]
+
+
+def _plan(members: list[Member], system: str, round_index: int, seed: int) -> Plan:
+    ordered = _round_order(members, round_index, seed)
+    return Plan(system, round_index, ordered, digest([[m.id, m.request] for m in ordered]))
 
 
 def plan_round(cells: list[Cell], system: str, round_index: int, seed: int, variants_table: dict) -> Plan:
-    members = round_cells(cells, round_index, seed)
-    requests = [cell_request(cell, system, round_index, variants_table) for cell in members]
-    return Plan(system, round_index, members, requests, digest([[c.id, r] for c, r in zip(members, requests)]))
+    """Round k of concrete cells (their node pairs made)."""
+    members = [Member.of(cell.id, cell.experiment, cell_request(cell, system, round_index, variants_table))
+               for cell in cells if cell.repeats > round_index]  # fmt: skip
+    return _plan(members, system, round_index, seed)
 
 
-def round_study(config: dict, round_index: int) -> dict:
-    """What the job of round k is handed (and Snakemake tracks, as a param):
-    the shuffle seed and every experiment with a repetition k, less its
-    repeats. So Snakemake reruns round k exactly when one of its
-    experiments changes or joins it; a new repeat adds a round and changes
-    none of the others."""
-    return {
-        "shuffle_seed": config["shuffle_seed"],
-        "disturbed_retries": config.get("disturbed_retries", 2),
-        "experiments": {
-            name: {key: value for key, value in experiment.items() if key != "repeats"}
-            for name, experiment in config["experiments"].items()
-            if experiment["repeats"] > round_index
-        },
-    }
+class StudyError(ValueError):
+    """A study file that is not the round's (another system or round, or a
+    request edited after its digest was taken)."""
 
 
-def study_cells(study: dict, round_index: int, variants_table: dict, topology: dict | None = None) -> list[Cell]:
-    """The cells of a round from its study (round_study): every cell of
-    each experiment in it, the node-matrix shorthand (node:each, bind:each)
-    made concrete for the system's topology (membench.plan.node_pairs)."""
-    experiments = {name: {**e, "repeats": round_index + 1} for name, e in study["experiments"].items()}
-    return node_pairs.expand_pairs(grammar.expand({"experiments": experiments}, variants_table), topology)
+def plan_of_study(study: dict, system: str, round_index: int, topology: dict | None) -> Plan:
+    """The round's plan from its study (RoundInputs.study), as the job
+    reads it: the requests as they are carried, the node-matrix pairs made
+    for the system's topology (membench.plan.node_pairs; left out without
+    one), in the round's order. The grammar is not expanded again."""
+    if (study["system"], study["round"]) != (system, round_index):
+        raise StudyError(f"the study is round {study['round']} of {study['system']}, not round {round_index} of {system}")
+    members: dict[str, Member] = {}
+    for entry in study["requests"]:
+        if digest(entry["request"]) != entry["request_digest"]:
+            raise StudyError(f"{entry['cell']}: its request does not match its digest {entry['request_digest']}")
+        for cell_id, request in node_pairs.pair_requests(entry["cell"], entry["request"], topology):
+            members.setdefault(cell_id, Member.of(cell_id, entry["experiment"], request))
+    return _plan(list(members.values()), system, round_index, study["shuffle_seed"])
 
 
 class RoundInputs:
-    """Round k's study (as JSON) and binaries, worked out once per set of
-    experiments (those with more than k repeats) rather than per round:
-    Snakemake asks every round of a 1000-round study for both."""
+    """Round k's study (as JSON) and binaries for each system: Snakemake
+    asks every round of a 1000-round study for both. A cell's request is
+    worked out once; a round adds its repeat."""
 
-    def __init__(self, config: dict, cells: list[Cell]):
+    def __init__(self, config: dict, cells: list[Cell], variants_table: dict):
         self._config, self._cells = config, cells
-        self._thresholds = sorted({cell.repeats for cell in cells})
-        self._cache: dict[int, tuple[dict, list[Cell]]] = {}
+        self._table = variants_table
+        self._requests: dict[str, list[dict]] = {}
+        self._digests: dict[tuple[str, int], str] = {}
         self._written: set[Path] = set()
 
-    def _members(self, round_index: int) -> tuple[dict, list[Cell]]:
-        key = next((t for t in self._thresholds if t > round_index), 0)
-        if key not in self._cache:
-            study = round_study(self._config, round_index)
-            self._cache[key] = (study, [cell for cell in self._cells if cell.repeats > round_index])
-        return self._cache[key]
+    def _cell_requests(self, system: str) -> list[dict]:
+        if system not in self._requests:
+            self._requests[system] = [cell_request(cell, system, None, self._table) for cell in self._cells]
+        return self._requests[system]
 
-    def study(self, round_index: int) -> str:
-        study = self._members(round_index)[0]
+    def study(self, system: str, round_index: int) -> str:
+        """What the job of round k is handed: the shuffle seed, the retry
+        bound and every request of a cell with a repetition k (node-matrix
+        cells as the config names them), with its digest. So round k's
+        study changes exactly when one of its requests changes or joins it;
+        a new repeat adds a round and changes none of the others."""
+        members = [
+            Member.of(cell.id, cell.experiment, {**request, "repeat": round_index}).as_dict()
+            for cell, request in zip(self._cells, self._cell_requests(system))
+            if cell.repeats > round_index
+        ]
+        study = {"system": system, "round": round_index, "shuffle_seed": self._config["shuffle_seed"],
+                 "disturbed_retries": self._config.get("disturbed_retries", 2), "requests": members}  # fmt: skip
         return json.dumps(study, sort_keys=True)
 
-    def study_digest(self, round_index: int) -> str:
+    def study_digest(self, system: str, round_index: int) -> str:
         """Names round k's manifest (r<k>-<digest>.json): two configs that
         share a results folder have manifests of their own, so that running
-        one never makes Snakemake delete the other's."""
-        return hashlib.sha256(self.study(round_index).encode()).hexdigest()[:12]
+        one never makes Snakemake delete the other's; a changed study is a
+        new output, so Snakemake runs its round."""
+        key = (system, round_index)
+        if key not in self._digests:
+            self._digests[key] = hashlib.sha256(self.study(system, round_index).encode()).hexdigest()[:12]
+        return self._digests[key]
 
-    def study_file(self, round_index: int, directory: str) -> str:
-        """The round's study written to a file named by its content (once):
-        the job reads it from there, as a shell argument it would be capped
-        at 128 KiB (Linux's MAX_ARG_STRLEN), a few hundred experiments."""
-        text = self.study(round_index)
+    def study_file(self, system: str, round_index: int, directory: str, write: bool = True) -> str:
+        """The round's study in a file named by its content, written once
+        (not by a read-only run: write=False): the job reads it from there,
+        as a shell argument it would be capped at 128 KiB (Linux's
+        MAX_ARG_STRLEN), a few hundred requests."""
+        text = self.study(system, round_index)
         path = Path(directory) / f"{hashlib.sha256(text.encode()).hexdigest()[:24]}.json"
-        if path not in self._written:
+        if write and path not in self._written:
             if not path.exists() or path.read_text() != text:
                 write_text_atomic(path, text)
             self._written.add(path)
         return str(path)
 
     def binaries(self, round_index: int, bin_dir: str) -> list[str]:
-        return sorted({layout.binary_path(bin_dir, cell) for cell in self._members(round_index)[1]})
+        return sorted({layout.binary_path(bin_dir, cell) for cell in self._cells if cell.repeats > round_index})
