@@ -168,26 +168,32 @@ class RoundInputs:
                  "disturbed_retries": self._config.get("disturbed_retries", 2), "requests": members}  # fmt: skip
         return json.dumps(study, sort_keys=True)
 
+    def _sha256(self, system: str, round_index: int) -> str:
+        """The study's content digest, worked out once (a study is made
+        again only to be written)."""
+        key = (system, round_index)
+        if key not in self._digests:
+            self._digests[key] = hashlib.sha256(self.study(system, round_index).encode()).hexdigest()
+        return self._digests[key]
+
     def study_digest(self, system: str, round_index: int) -> str:
         """Names round k's manifest (r<k>-<digest>.json): two configs that
         share a results folder have manifests of their own, so that running
         one never makes Snakemake delete the other's; a changed study is a
         new output, so Snakemake runs its round."""
-        key = (system, round_index)
-        if key not in self._digests:
-            self._digests[key] = hashlib.sha256(self.study(system, round_index).encode()).hexdigest()[:12]
-        return self._digests[key]
+        return self._sha256(system, round_index)[:12]
 
     def study_file(self, system: str, round_index: int, directory: str, write: bool = True) -> str:
         """The round's study in a file named by its content, written once
         (not by a read-only run: write=False): the job reads it from there,
         as a shell argument it would be capped at 128 KiB (Linux's
-        MAX_ARG_STRLEN), a few hundred requests."""
-        text = self.study(system, round_index)
-        path = Path(directory) / f"{hashlib.sha256(text.encode()).hexdigest()[:24]}.json"
+        MAX_ARG_STRLEN), a few hundred requests. A file already there is
+        kept when its content is still the one its name says."""
+        digest_hex = self._sha256(system, round_index)
+        path = Path(directory) / f"{digest_hex[:24]}.json"
         if write and path not in self._written:
-            if not path.exists() or path.read_text() != text:
-                write_text_atomic(path, text)
+            if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != digest_hex:
+                write_text_atomic(path, self.study(system, round_index))
             self._written.add(path)
         return str(path)
 
