@@ -22,7 +22,7 @@ import pandas as pd
 
 from membench.plan.c2c_pairs import CLASSES
 from membench.analyse.stats import disturbed_mask
-from membench.core.text import number
+from membench.core.text import DASH, number
 from membench.plan import families
 
 GROUP = ["system", "experiment", "variant", "op", "pair_class"]
@@ -148,17 +148,17 @@ def report_table(classes: pd.DataFrame) -> dict | None:
     footnotes = [f"Not on this host (skipped): {', '.join(dict.fromkeys(lacking['pair_class']))}."] if not lacking.empty else []
     rows = []
     for row in classes.drop(lacking.index).itertuples():
-        spread = "–" if pd.isna(row.handoff_ns_p10) else f"{row.handoff_ns_p10:.1f} – {row.handoff_ns_p90:.1f}"
+        spread = DASH if pd.isna(row.handoff_ns_p10) else f"{row.handoff_ns_p10:.1f} – {row.handoff_ns_p90:.1f}"
         modes = getattr(row, "modes_unexplained", None)
         if isinstance(modes, str) and modes:
             spread += f"; modes, unexplained: {modes}"
         samples = (
-            "–" if pd.isna(row.sample_p10_ns_median) else f"{row.sample_p10_ns_median:.1f} – {row.sample_p90_ns_median:.1f}"
+            DASH if pd.isna(row.sample_p10_ns_median) else f"{row.sample_p10_ns_median:.1f} – {row.sample_p90_ns_median:.1f}"
         )
         label = [f"{row.system} {row.variant}"] if several else []
         switched = getattr(row, "samples_switched", float("nan"))
         if not row.records:
-            switched = "–"
+            switched = DASH
         elif pd.isna(switched):
             switched = "not recorded"
         else:

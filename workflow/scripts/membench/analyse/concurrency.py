@@ -18,6 +18,7 @@ import pandas as pd
 
 from membench.plan.grammar import DEFAULT_CHASE_GROUP, group_text, size_text
 from membench.plan import families, knobs
+from membench.core.text import percent
 
 LATENCY_KERNEL, LATENCY_OP = families.idle_latency()
 
@@ -204,7 +205,7 @@ def latency_spread(latency: pd.Series) -> str:
     runs = int(latency["runs"])
     if runs < 2:
         return f"{runs} run, no spread"
-    return f"median of {runs} runs; {low:.1f}–{high:.1f} ns ({100 * (low / ns - 1):+.1f} %/{100 * (high / ns - 1):+.1f} %)"
+    return f"median of {runs} runs; {low:.1f}–{high:.1f} ns ({percent(low / ns - 1, 1, signed=True)}/{percent(high / ns - 1, 1, signed=True)})"
 
 
 def locality_text(group: str) -> str:

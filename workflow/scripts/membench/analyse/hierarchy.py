@@ -32,6 +32,7 @@ import pandas as pd
 from membench.analyse.concurrency import PAGE_BYTES, memory_latency, memory_latency_text
 from membench.plan.grammar import DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING, group_text, size_text
 from membench.plan import families, latency_sweep
+from membench.core.text import percent
 
 # A point belongs to the plateau in hand while its latency lies within
 # FLAT of the plateau's median (in log terms); one stray point is forgiven
@@ -195,7 +196,7 @@ def memory_derivation(plateau: Plateau | None, llc: int | None, largest: int | N
             )
     if held:
         text += (
-            f"; the sweep stopped once it held within {latency_sweep.HELD:.0%} over {latency_sweep.SPAN_OCTAVES} "
+            f"; the sweep stopped once it held within {percent(latency_sweep.HELD, spaced=False)} over {latency_sweep.SPAN_OCTAVES} "
             "doublings past the caches (docs/latency_sweep.md)"
         )
     if (flag := memory_reach(largest, llc, held)) is not None:

@@ -21,7 +21,7 @@ import pandas as pd
 
 from membench.analyse.concurrency import lines_in_flight, placement_class, read_traffic
 from membench.analyse.stats import add_series
-from membench.core.text import number
+from membench.core.text import DASH, number, percent
 from membench.plan import families
 
 # op -> MLC's name of the mix; the ratio counts the kernel's read and write
@@ -58,7 +58,7 @@ def beats(write: pd.Series, reads: pd.Series) -> str | None:
     gain = write["gbps_median"] / reads["gbps_median"] - 1
     beyond = write["gbps_min"] > reads["gbps_max"]
     where = "beyond the spread: its slowest run beat the fastest all-reads run" if beyond else "within the spread of the runs"
-    return f"{number(write['gbps_median'], 1)} GB/s vs all reads {number(reads['gbps_median'], 1)} GB/s ({gain:+.1%}; {where})"
+    return f"{number(write['gbps_median'], 1)} GB/s vs all reads {number(reads['gbps_median'], 1)} GB/s ({percent(gain, 1, signed=True, spaced=False)}; {where})"
 
 
 def injection_table(cells: pd.DataFrame) -> dict | None:
@@ -82,7 +82,7 @@ def injection_table(cells: pd.DataFrame) -> dict | None:
         row = [system, placement, str(threads), *([series] if several else [])]
         for mix in mixes:
             if mix not in by_op:
-                row.append("–")
+                row.append(DASH)
                 continue
             why = beats(by_op[mix], reads) if reads is not None and mix != ALL_READS else None
             row.append(_cell_text(by_op[mix], why is not None))
@@ -120,8 +120,8 @@ def _why_none(row) -> str:
     """A point with no number says why: every run disturbed, or none kept."""
     disturbed = row.get("n_disturbed", 0)
     if disturbed and not pd.isna(disturbed) and int(disturbed) == int(row["n_ok"]):
-        return f"– (all {int(row['n_ok'])} runs disturbed)"
-    return "–"
+        return f"{DASH} (all {int(row['n_ok'])} runs disturbed)"
+    return DASH
 
 
 def loaded_little_table(cells: pd.DataFrame, line_bytes: dict[str, int]) -> dict | None:

@@ -26,6 +26,7 @@ from scipy.signal import find_peaks
 from scipy.stats import gaussian_kde, kruskal
 
 from membench.store.placement_classes import FACTORS, class_counts, factor_levels
+from membench.core.text import DASH, percent
 
 MIN_RUNS = 8
 MIN_PROMINENCE = 0.05
@@ -125,7 +126,7 @@ def attribute(values: pd.Series, levels: pd.DataFrame) -> list[Attribution]:
 
 def _modes_text(modes: list[Mode] | None, unit: str) -> str:
     if modes is None:
-        return "–"
+        return DASH
     return "; ".join(f"{m.centre:.1f} {unit} ×{m.runs}" for m in modes)
 
 
@@ -133,7 +134,7 @@ def _candidate_text(a: Attribution, n: int, unit: str) -> str:
     label = FACTORS.get(a.factor, a.factor)
     return (
         f"{label} {a.slow_level} ({a.slow_runs} of {n} runs) slower, {a.slow_mean:.1f} vs {a.rest_mean:.1f} {unit} "
-        f"on average, {a.share:.0%} of the variance, Kruskal–Wallis p = {a.p_value:.2g}"
+        f"on average, {percent(a.share, spaced=False)} of the variance, Kruskal–Wallis p = {a.p_value:.2g}"
     )
 
 
@@ -144,7 +145,7 @@ def verdict(values: pd.Series, modes: list[Mode] | None, found: list[Attribution
     if modes is None:
         return "too few", f"{n} repetitions: too few to tell modes from noise (at least {MIN_RUNS} needed)."
     spread = values.std(ddof=1) / values.mean() if values.mean() else math.nan
-    what = f"{len(modes)} modes" if len(modes) > 1 else f"one mode (coefficient of variation {spread:.1%})"
+    what = f"{len(modes)} modes" if len(modes) > 1 else f"one mode (coefficient of variation {percent(spread, 1, spaced=False)})"
     kind = "unexplained" if len(modes) > 1 else "one mode"
     subject = "the modes are" if len(modes) > 1 else "its spread is"
     if not found:
@@ -158,7 +159,7 @@ def verdict(values: pd.Series, modes: list[Mode] | None, found: list[Attribution
         return "explained", f"{what}; explained by {FACTORS.get(best.factor, best.factor)}: {tried}."
     return kind, (
         f"{what}; {subject} not explained by recorded placement (no factor reaches p < {alpha:.2g} with "
-        f"≥ {MIN_SHARE:.0%} of the variance): {tried}."
+        f"≥ {percent(MIN_SHARE, spaced=False)} of the variance): {tried}."
     )
 
 

@@ -31,6 +31,7 @@ import pandas as pd
 from membench.analyse.caches import past_caches
 from membench.analyse.concurrency import placement_class
 from membench.plan import families
+from membench.core.text import percent
 
 PAGE_SHARE = 0.05  # a node holds a cell's pages from this share of the sample on (said beside the bound)
 
@@ -138,7 +139,7 @@ def _nodes_said(used: int, bound: float, nodes: int) -> str:
     plural = "s" * (nodes != 1)
     if abs(bound - round(bound)) < 0.01 and round(bound) == used:
         return f"{used} of {nodes} node{plural}"
-    return f"{used} of {nodes} node{plural} hold pages, the busiest {100 / bound:.0f} %: bound {bound:.2f} nodes' peak"
+    return f"{used} of {nodes} node{plural} hold pages, the busiest {percent(1 / bound)}: bound {bound:.2f} nodes' peak"
 
 
 def cell_shares(cells: pd.DataFrame, peaks: dict[str, dict]) -> pd.DataFrame:

@@ -25,6 +25,8 @@ import json
 
 import pandas as pd
 
+from membench.core.text import gib_text
+
 ENV_LABELS = {
     "kernel": "kernel", "thp_enabled": "THP mode (enabled)", "thp_defrag": "THP defrag",
     "hugepages": "huge pages reserved", "numa_balancing": "numa_balancing", "zone_reclaim_mode": "zone_reclaim_mode",
@@ -78,7 +80,7 @@ MEMORY_ROW = "memory per node (shown, not compared: a balloon or reservations mo
 
 def _memory(topo: dict | None) -> str:
     nodes = (topo or {}).get("nodes") or []
-    return "; ".join(f"node {n.get('node')}: {(n.get('memory_bytes') or 0) / 2**30:.0f} GiB" for n in nodes) or NOT_RECORDED
+    return "; ".join(f"node {n.get('node')}: {gib_text(n.get('memory_bytes') or 0)}" for n in nodes) or NOT_RECORDED
 
 
 def _binaries(table: pd.DataFrame) -> dict[tuple[str, str], dict[str, str]]:

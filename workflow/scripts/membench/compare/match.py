@@ -37,6 +37,7 @@ from membench.compare.stats import METRICS
 from membench.compare import verdicts as row_verdicts
 from membench.compare.sweeps import per_process, sweep_levels, sweep_text
 from membench.store.placement_classes import FACTORS, factor_levels
+from membench.core.text import DASH
 
 # The columns of the knobs records are matched on (membench.plan.knobs),
 # with the point of the cell a record measures: its op after the kernel and
@@ -265,7 +266,7 @@ def explaining_factors(ok: pd.DataFrame, metric: str) -> tuple[int | None, str |
 
 def _label(side: Side, group: pd.DataFrame, column: str) -> str:
     names = list(dict.fromkeys(group[column].dropna().astype(str))) if column in group else []
-    return "; ".join(names[:2]) + (f" (+{len(names) - 2})" if len(names) > 2 else "") if names else "–"
+    return "; ".join(names[:2]) + (f" (+{len(names) - 2})" if len(names) > 2 else "") if names else DASH
 
 
 def compare_sides(base: Side, new: Side, *, ignore: list[str]) -> dict:
@@ -352,7 +353,7 @@ def _metric_rows(common, b_ok, n_ok, levels, metric, unit, higher, placement_cac
     extra, confounded = [], False
     if multimodal:
         factor = b_factor or n_factor
-        counts = f"BASE {b_modes or '–'} mode(s), NEW {n_modes or '–'}"
+        counts = f"BASE {b_modes or DASH} mode(s), NEW {n_modes or DASH}"
         if factor:
             notes.append(f"multimodal ({counts}), explained by {FACTORS[factor]}: compared per class below")
             extra, skipped = _class_rows(row, b_ok, n_ok, levels, metric, factor)

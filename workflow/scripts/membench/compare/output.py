@@ -21,7 +21,8 @@ from membench.compare import stats as compare_stats
 from membench.compare import gate as compare_gate
 from membench.compare import upfront
 from membench.core.atomic_files import write_text_atomic
-from membench.compare.rows import fmt, interval_text, spread_text, verdict_text, what_text
+from membench.compare.rows import interval_text, spread_text, verdict_text, what_text
+from membench.core.text import DASH, percent, significant
 
 JSON_SCHEMA = 1
 METHOD = (
@@ -36,7 +37,7 @@ SHOWN = {"worse": 100, "better": 100, "undecided": 25, "same": 10}
 
 def terminal_table(result: dict) -> str:
     lines = [f"membench compare  BASE={result['base']}  NEW={result['new']}",
-             f"A row is worse or better when its interval lies wholly beyond ±{result['threshold']:.1%}, same when "
+             f"A row is worse or better when its interval lies wholly beyond ±{percent(result['threshold'], 1, spaced=False)}, same when "
              f"wholly inside, undecided otherwise.", upfront.false_alarm_line(result), result["gate_line"],
              *upfront.support_lines(result["rows"])]  # fmt: skip
     for pair in result["pairs"]:
@@ -58,7 +59,7 @@ def terminal_table(result: dict) -> str:
             continue
         shown[row["verdict"]] += 1
         table.append([verdict_text(row) + ("" if row.get("role") != "exploratory" else " (exploratory)"), what_text(row), row["unit"], f"{row['n_base']}/{row['n_new']}",
-                      fmt(row["median_base"]), fmt(row["median_new"]), interval_text(row), spread_text(row)])  # fmt: skip
+                      significant(row["median_base"]), significant(row["median_new"]), interval_text(row), spread_text(row)])  # fmt: skip
     if table:
         widths = [max(len(str(r[i])) for r in [header, *table]) for i in range(len(header))]
         for r in [header, *table]:
@@ -108,7 +109,7 @@ def all_disturbed_cells(side: match.Side) -> dict[str, tuple[str, int]]:
     out = {}
     for cell, flags in marked.groupby(ok["cell"]):
         if len(flags) and flags.all():
-            experiment = ok.loc[flags.index, "experiment"].iloc[0] if "experiment" in ok else "–"
+            experiment = ok.loc[flags.index, "experiment"].iloc[0] if "experiment" in ok else DASH
             out[str(cell)] = (str(experiment), int(len(flags)))
     return out
 
@@ -118,7 +119,7 @@ def disturbed_cell_row(cell: str, experiment: str, sides: dict[str, int], system
     never two "only on" cells."""
     said = " and ".join(f"all {n} runs on {label}" for label, n in sides.items())
     return {**{k: None for k in match.ROW_KEYS}, "system": system, "experiment": experiment, "cell": cell,
-            "metric": "–", "unit": "–", "placement_class": "all", "n_base": 0,
+            "metric": DASH, "unit": DASH, "placement_class": "all", "n_base": 0,
             "n_new": 0, "ratio": math.nan, "ratio_low": math.nan,
             "ratio_high": math.nan, "verdict": "undecided", "role": "gate", "placement_differs": False,
             "confounded": False, "multimodal": "no",

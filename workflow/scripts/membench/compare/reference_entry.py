@@ -30,6 +30,7 @@ from membench.compare import reference
 from membench.compare.match import systems_in
 from membench.core import layout, paths
 from membench.store import bundle_check
+from membench.core.text import gib_text
 
 REFERENCES_SCHEMA = paths.SCHEMA_DIR / "references.schema.yaml"
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -60,7 +61,7 @@ def system_entry(name: str, topology: dict, environment: dict, findings_system: 
         "id": name, "description": f"{topology.get('cpu_model', 'CPU model unknown')}, a {len(topology.get('cpus', []))}-CPU"
         f"{guest or ' machine'} measured with membench (host {environment.get('hostname', '?')})",
         "sockets": topology.get("packages") or None, "cores": topology.get("cores") or None,
-        "memory": f"{memory / 2**30:.0f} GiB over {len(nodes)} NUMA node(s); type not probed" if memory else None,
+        "memory": f"{gib_text(memory)} over {len(nodes)} NUMA node(s); type not probed" if memory else None,
         "peak_gbps": peak, "cpu_model": topology.get("cpu_model") or None, "vendor": vendor, "isa": isa,
         "threads": len(topology.get("cpus", [])) or None,
     }  # fmt: skip

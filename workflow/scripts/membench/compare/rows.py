@@ -5,20 +5,12 @@ from __future__ import annotations
 
 import math
 
-from membench.core.text import size_text
-
-
-def fmt(value, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}g}" if abs(value) >= 1000 or abs(value) < 0.01 else f"{value:.{digits}f}"
-    return str(value)
+from membench.core.text import DASH, percent, size_text
 
 
 def interval_text(row: dict) -> str:
     if not isinstance(row.get("ratio"), float) or not math.isfinite(row["ratio"]):
-        return "–"
+        return DASH
     if min(row["n_base"] or 0, row["n_new"] or 0) < 2:
         return f"{row['ratio']:.3f} [no interval: 2 runs a side needed]"
     if not (math.isfinite(row["ratio_high"]) and math.isfinite(row["ratio_low"])) or row["ratio_low"] <= 0:
@@ -28,7 +20,7 @@ def interval_text(row: dict) -> str:
 
 def spread_text(row: dict) -> str:
     spread = row.get("spread")
-    return f"±{spread:.1%}" if isinstance(spread, float) and math.isfinite(spread) else "–"
+    return f"±{percent(spread, 1, spaced=False)}" if isinstance(spread, float) and math.isfinite(spread) else DASH
 
 
 def what_text(row: dict) -> str:

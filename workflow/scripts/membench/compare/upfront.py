@@ -10,18 +10,19 @@ import math
 from collections import defaultdict
 
 from membench.compare.verdicts import REALISTIC
+from membench.core.text import percent
 
 
 def _pct(x: float) -> str:
-    return f"{x:.1%}" if x < 0.1 else f"{x:.0%}"
+    return percent(x, 1 if x < 0.1 else 0, spaced=False)
 
 
 def false_alarm_line(result: dict) -> str:
     gate = sum(1 for r in result["rows"] if r.get("role") == "gate")
-    return (f"False alarms: when no gate row changed by more than ±{result['threshold']:.1%}, the chance that any of "
-            f"the {gate} gate rows says worse or better is at most {1 - result['confidence']:.0%} for the whole "
+    return (f"False alarms: when no gate row changed by more than ±{percent(result['threshold'], 1, spaced=False)}, the chance that any of "
+            f"the {gate} gate rows says worse or better is at most {percent(1 - result['confidence'], spaced=False)} for the whole "
             f"comparison (Welch intervals on log values with Hsu's df, min n - 1; Holm over the gate rows: each at "
-            f"{result['row_confidence']:.3%}). Within one sitting each: runs of another day, reboot or host "
+            f"{percent(result['row_confidence'], 3, spaced=False)}). Within one sitting each: runs of another day, reboot or host "
             f"may differ by more (docs/compare.md).")  # fmt: skip
 
 

@@ -71,6 +71,8 @@ from __future__ import annotations
 import json
 import math
 
+from membench.core.text import percent
+
 WAIT_FRACTION = 0.05  # a measuring thread's wait for its CPU over the timed region
 WAIT_FLOOR_S = 0.008  # ... and in seconds: two ticks at HZ=250, past a kernel thread's turn
 STEAL_FRACTION = 0.01  # steal over the region's CPU time, less the ticks' rounding
@@ -116,7 +118,7 @@ def placement(record: dict) -> str | None:
     if iteration is None or not iteration[2]:
         return None
     wait, seconds, _ = iteration
-    return f"threads shared a CPU (waited {100 * wait / seconds:.1f} % of the iteration behind their own)"
+    return f"threads shared a CPU (waited {percent(wait / seconds, 1)} of the iteration behind their own)"
 
 
 def verdict(record: dict) -> tuple[bool | None, list[str]]:
@@ -143,7 +145,7 @@ def verdict(record: dict) -> tuple[bool | None, list[str]]:
             known = True
             wait, seconds, shared = iteration
             if not shared and wait > ITERATION_WAIT_FRACTION * seconds:
-                causes.append(f"switched out in the iteration the number came from (waited {100 * wait / seconds:.1f} % of it)")
+                causes.append(f"switched out in the iteration the number came from (waited {percent(wait / seconds, 1)} of it)")
         elif isinstance(waits, list) and waits and timed:
             # the time lost, not the count: a kernel thread's few microseconds
             # are no disturbance, a neighbour's scheduler slices are
@@ -151,7 +153,7 @@ def verdict(record: dict) -> tuple[bool | None, list[str]]:
             worst = max(waits)
             if worst > max(WAIT_FRACTION * timed, WAIT_FLOOR_S):
                 count = f", {sum(switches)} switches" if isinstance(switches, list) else ""
-                causes.append(f"switched out (waited {100 * worst / timed:.1f} % of the region{count})")
+                causes.append(f"switched out (waited {percent(worst / timed, 1)} of the region{count})")
         elif isinstance(switches, list):
             known = True
             if sum(switches) > 0:
@@ -161,7 +163,7 @@ def verdict(record: dict) -> tuple[bool | None, list[str]]:
         known = True
         least = min(lost)
         if least > max(LOST_FRACTION * timed, LOST_FLOOR_S):
-            causes.append(f"lost {100 * least / timed:.1f} % of the region (steal or interrupts)")
+            causes.append(f"lost {percent(least / timed, 1)} of the region (steal or interrupts)")
     steal = get("disturb_steal_s")
     if steal is not None and timed:
         known = True
@@ -171,7 +173,7 @@ def verdict(record: dict) -> tuple[bool | None, list[str]]:
         # reading and just before the second: that much is not certain
         certain = steal - ncpus * STEAL_TICK_S
         if certain > STEAL_FRACTION * timed * ncpus:
-            causes.append(f"steal {100 * steal / (timed * ncpus):.1f} % of the CPU time")
+            causes.append(f"steal {percent(steal / (timed * ncpus), 1)} of the CPU time")
     clock = get("disturb_core_ghz")
     if isinstance(clock, list) and len(clock) == 2 and all(clock):
         known = True

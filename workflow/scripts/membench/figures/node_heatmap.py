@@ -13,9 +13,10 @@ import numpy as np
 
 from membench.analyse.node_matrix import NodeMatrix
 from membench.figures.style import sns, to_svg
+from membench.core.text import DASH
 
 ANNOTATE_UP_TO = 16
-SHORT = {"skipped": "skip", "failed": "fail", "missing": "–", "disturbed": "dist"}
+SHORT = {"skipped": "skip", "failed": "fail", "missing": DASH, "disturbed": "dist"}
 
 
 def _labels(keys, notes: dict, what: str) -> list[str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from membench.analyse.peak import cell_shares, system_peaks
+from membench.core.text import percent
 
 MAX_LINES = 4  # per figure; beyond it each system's highest and lowest peak
 OFF_SCALE = 4  # a peak this many times above the axis's top is named, not drawn
@@ -57,5 +58,5 @@ def draw_peak_lines(ax, lines: list[tuple[float, str]]) -> None:
         top *= 1 + 0.07 * (len(off) + 1)
     ax.set_ylim(top=top)
     for i, (value, label) in enumerate(off):
-        ax.text(0.01, 0.98 - 0.07 * i, f"↑ off scale, {label}: the axis ends at {100 * top / value:.0f} % of it",
+        ax.text(0.01, 0.98 - 0.07 * i, f"↑ off scale, {label}: the axis ends at {percent(top / value)} of it",
                 transform=ax.transAxes, va="top", ha="left", fontsize=7, color="#333333")  # fmt: skip

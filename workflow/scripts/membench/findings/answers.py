@@ -19,7 +19,7 @@ import math
 import pandas as pd
 
 from membench.analyse.caches import past_caches
-from membench.core.text import size_text
+from membench.core.text import percent, size_text
 from membench.findings import evidence
 from membench.plan import families
 
@@ -134,7 +134,7 @@ def _spread_details(cells: pd.DataFrame, runs: pd.DataFrame, column: str, op) ->
                     "value": cv, "unit": "cv", "n": len(values), "interval": [float(values.min()), float(values.max())],
                     "interval_kind": "minimum–maximum of runs (GB/s)", "decided": len(values) >= evidence.DECIDE_RUNS,
                     "status": "decided" if len(values) >= evidence.DECIDE_RUNS else f"undecided at n={len(values)}",
-                    "cells": [row.cell], "text": f"run-to-run spread {100 * cv:.1f} % (n={len(values)})"})  # fmt: skip
+                    "cells": [row.cell], "text": f"run-to-run spread {percent(cv, 1)} (n={len(values)})"})  # fmt: skip
     return out
 
 
@@ -290,7 +290,7 @@ def size_answer(cells: pd.DataFrame, runs: pd.DataFrame) -> dict:
             result = evidence.effect(_runs_of(runs, before.cell, op, column), _runs_of(runs, after.cell, op, column))
             spill = spilled_share(runs, after.cell)
             label = f"size {size_text(before.size_bytes)} → {size_text(after.size_bytes)}"
-            text = f"{label}: {evidence.change_text(result)}" + (f"; {100 * spill:.0f} % of the pages off their main node" if spill is not None else "")
+            text = f"{label}: {evidence.change_text(result)}" + (f"; {percent(spill)} of the pages off their main node" if spill is not None else "")
             details.append({**detail(label, result, [before.cell, after.cell], text), "spilled_share": spill})
         drops = [d for d in details if d["decided"] and d["value"] < 1]
         main = drops[0] if drops else (details[-1] if details else None)

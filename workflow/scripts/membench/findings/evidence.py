@@ -24,6 +24,8 @@ import math
 import numpy as np
 from scipy import stats
 
+from membench.core.text import percent, percent_span
+
 DECIDE_RUNS = 3
 DECIDE_SPREAD = 0.10
 CONFIDENCE = 0.95
@@ -58,7 +60,7 @@ def quantity(values, unit: str) -> dict:
         "unit": unit,
         "n": n,
         "interval": [low, high] if n >= 2 else None,
-        "interval_kind": f"range of {n} runs ({range_coverage(n):.0%} coverage of the median)" if n >= 2 else None,
+        "interval_kind": f"range of {n} runs ({percent(range_coverage(n), spaced=False)} coverage of the median)" if n >= 2 else None,
         "decided": decided,
         "status": "decided" if decided else f"undecided at n={n}",
     }
@@ -86,7 +88,7 @@ def effect(base, new) -> dict:
         "unit": "x",
         "n": n,
         "interval": [low, high],
-        "interval_kind": f"{CONFIDENCE:.0%} interval, Welch's t on logs with Hsu's df = {min(n) - 1}",
+        "interval_kind": f"{percent(CONFIDENCE, spaced=False)} interval, Welch's t on logs with Hsu's df = {min(n) - 1}",
         "decided": decided,
         "status": "decided" if decided else f"undecided at n={min(n)}",
     }
@@ -96,10 +98,10 @@ def change_text(result: dict) -> str:
     """An effect in words: "+19 % (95 % interval +8 – +31 %), decided"."""
     if result["value"] is None:
         return NO_RUN
-    text = f"{100 * (result['value'] - 1):+.0f} %"
+    text = percent(result["value"] - 1, signed=True)
     if result["interval"]:
         low, high = result["interval"]
-        text += f" ({100 * (low - 1):+.0f} to {100 * (high - 1):+.0f} %)"
+        text += f" ({percent_span(low - 1, high - 1, signed=True)})"
     return f"{text}, {result['status']}"
 
 

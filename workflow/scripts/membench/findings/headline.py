@@ -15,6 +15,7 @@ import pandas as pd
 from membench.analyse.caches import past_caches
 from membench.analyse.modes import MIN_RUNS
 from membench.plan import families
+from membench.core.text import percent
 
 # Families whose records are bandwidths (not latencies or transfers).
 BANDWIDTH = families.named(lambda f: f.bandwidth)
@@ -221,7 +222,7 @@ def _few_runs_text(few: pd.DataFrame) -> str:
     cells = f"{count} cell{'s' if count != 1 else ''}"
     if not _known(spread):
         return f"{cells} at {runs}: {MIN_RUNS - low} more to tell modes"
-    return f"{cells} within ±{spread:.1%} at {runs} ({MIN_RUNS - low} more to tell modes)"
+    return f"{cells} within ±{percent(spread, 1, spaced=False)} at {runs} ({MIN_RUNS - low} more to tell modes)"
 
 
 def experiment_verdicts(cells: pd.DataFrame, modes: pd.DataFrame | None, experiments: list[str]) -> list[dict]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from membench.analyse.stats import add_series
-from membench.core.text import percent
+from membench.core.text import DASH, percent
 
 RULE = (
     "Share = memory traffic (GB/s with write-allocate reads where the kernel has them) / the peak the cell is held "
@@ -46,6 +46,6 @@ def share_of(shares: pd.DataFrame, cells: pd.DataFrame, op: str) -> str:
     """The mean share of peak of these cells' op (the placement table's
     "% of peak" column); "–" without a peak."""
     if shares.empty:
-        return "–"
+        return DASH
     mine = shares[shares["cell"].isin(cells["cell"]) & shares["system"].isin(cells["system"]) & (shares["op"] == op)]
-    return percent(mine["peak_share"].mean()) if not mine.empty else "–"
+    return percent(mine["peak_share"].mean()) if not mine.empty else DASH

@@ -14,7 +14,7 @@ from membench.analyse.injection import injection_table
 from membench.plan.grammar import size_text
 from membench.findings.peak_tables import RULE, peak_table, percent, share_of
 from membench.analyse.stats import add_series
-from membench.core.text import number
+from membench.core.text import DASH, number, percent
 from membench.plan import families
 
 FEATURE_LABELS = {
@@ -56,7 +56,7 @@ def _by_version(frame: pd.DataFrame, axes: list[str] = VERSION_SPLIT):
 def _mean_range(cells: pd.DataFrame) -> str:
     """GB/s as "mean (min – max)" over the repetitions of these cells."""
     if cells.empty:
-        return "–"
+        return DASH
     return f"{cells['gbps_mean'].mean():.2f} ({cells['gbps_min'].min():.2f} – {cells['gbps_max'].max():.2f})"
 
 
@@ -105,7 +105,7 @@ def range_table(cells: pd.DataFrame) -> dict:
         row = [str(threads), *([series] if several else [])]
         for system in systems:
             mine = part[part["system"] == system]
-            row.append(f"{mine['gbps_min'].min():.2f} – {mine['gbps_max'].max():.2f}" if not mine.empty else "–")
+            row.append(f"{mine['gbps_min'].min():.2f} – {mine['gbps_max'].max():.2f}" if not mine.empty else DASH)
         rows.append(row)
     return {
         "title": "GB/s by threads and system, min – max (the Sun paper's table)",
@@ -169,7 +169,7 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
             row = [label]
             for system in systems:
                 mine = part[part["system"] == system]
-                text = number(mine["lines_in_flight"].mean(), 1) if not mine.empty else "–"
+                text = number(mine["lines_in_flight"].mean(), 1) if not mine.empty else DASH
                 if with_peak and not mine.empty and mine["lines_for_peak"].notna().any():
                     text += f" ({percent(mine['lines_share'].mean())} of {mine['lines_for_peak'].mean():.0f} for peak)"
                 row.append(text)
@@ -221,7 +221,7 @@ def idle_latency_table(latencies: pd.DataFrame) -> dict:
         "rows": [
             [
                 r.system, r.placement, r.pages, r.group, getattr(r, "spacing", "spacing not recorded"), number(r.ns, 1), str(r.runs),
-                f"{number(r.ns_min, 1)}–{number(r.ns_max, 1)}", f"{100 * (r.ns_min / r.ns - 1):+.1f} %/{100 * (r.ns_max / r.ns - 1):+.1f} %",
+                f"{number(r.ns_min, 1)}–{number(r.ns_max, 1)}", f"{percent(r.ns_min / r.ns - 1, 1, signed=True)}/{percent(r.ns_max / r.ns - 1, 1, signed=True)}",
                 size_text(r.working_set_bytes) + (f" {r.flag}" if isinstance(getattr(r, "flag", None), str) else ""), r.source,
             ]
             for r in latencies.itertuples()
@@ -232,8 +232,8 @@ def idle_latency_table(latencies: pd.DataFrame) -> dict:
 def _change(before: float, after: float, digits: int = 1) -> str:
     """"62.1 → 80.3 (+29 %)"; the percentage is left out where before is 0."""
     if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (before, after)):
-        return "–"
-    pct = f" ({(after - before) / before:+.0%})" if before else ""
+        return DASH
+    pct = f" ({percent((after - before) / before, signed=True, spaced=False)})" if before else ""
     return f"{before:.{digits}f} → {after:.{digits}f}{pct}"
 
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from membench.core.text import number
+from membench.core.text import DASH, number
 
 WIDTH = 25  # the label column
 
 
 def _value(row: dict) -> str:
     if row["value"] is None:
-        return "–"
+        return DASH
     return f"{number(row['value'], row.get('digits', 1))} {row['unit']}"
 
 

@@ -13,6 +13,7 @@ from membench.core import layout, record_schema, results_files
 from membench.store import stored
 from membench.plan import rounds
 from membench.plan.grammar import Cell
+from membench.core.text import percent
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,8 @@ class SystemProgress:
         return (self.total - self.done) * self.seconds_per_repetition
 
     def line(self) -> str:
-        share = 100 * self.done / self.total if self.total else 100.0
-        text = f"{self.system}: {self.done} of {self.total} repetitions ({share:.1f} %)"
+        share = self.done / self.total if self.total else 1.0
+        text = f"{self.system}: {self.done} of {self.total} repetitions ({percent(share, 1)})"
         if self.damaged:
             text += (f", {self.damaged} stored file(s) damaged and not counted (collect names them; "
                      "a run measures them again once set aside)")  # fmt: skip

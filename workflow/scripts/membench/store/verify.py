@@ -9,6 +9,7 @@ import json
 import math
 
 from membench.probe.topology import parse_cpulist
+from membench.core.text import percent
 
 # How much of the sampled pages must land where asked.
 BIND_SHARE = 0.99
@@ -40,7 +41,7 @@ def _share(page_nodes: dict, nodes) -> float:
 def policy_problem(policy: str, page_nodes: dict, cpu_nodes: list[int], memory_nodes: list[int] | None = None) -> str | None:
     if not page_nodes:
         return f"asked {policy}, but page nodes could not be sampled"
-    got = ", ".join(f"node {n}: {f:.0%}" for n, f in sorted(page_nodes.items()))
+    got = ", ".join(f"node {n}: {percent(f, spaced=False)}" for n, f in sorted(page_nodes.items()))
     kind, _, arg = policy.partition(":")
     if kind == "bind" and _share(page_nodes, _nodes(arg)) < BIND_SHARE:
         return f"asked {policy}, pages on {got}"
@@ -68,11 +69,11 @@ def pages_problem(pages: str, hugepage_fraction: float) -> str | None:
     if math.isnan(hugepage_fraction):
         return f"asked {pages}, huge-page fraction unknown"
     if pages == "4k" and hugepage_fraction > 0:
-        return f"asked 4k pages, {hugepage_fraction:.0%} huge pages"
+        return f"asked 4k pages, {percent(hugepage_fraction, spaced=False)} huge pages"
     if pages == "thp" and hugepage_fraction < THP_SHARE:
-        return f"asked thp, {hugepage_fraction:.0%} huge pages"
+        return f"asked thp, {percent(hugepage_fraction, spaced=False)} huge pages"
     if pages.startswith("hugetlb") and hugepage_fraction < HUGETLB_SHARE:
-        return f"asked {pages}, {hugepage_fraction:.0%} huge pages"
+        return f"asked {pages}, {percent(hugepage_fraction, spaced=False)} huge pages"
     return None
 
 
