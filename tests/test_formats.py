@@ -12,9 +12,8 @@ from membench.core import text
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "workflow" / "scripts"
 OWNER = SCRIPTS / "membench" / "core" / "text.py"
-# Still to convert, each with what it writes (owned by another worker this
-# session: compare/html.py, the forest plot's axis label "±{threshold:.1%}").
-NOT_YET = {"membench/compare/html.py"}
+# Still to convert, each with what it writes (none left).
+NOT_YET: set[str] = set()
 BINARY_UNITS = {2**10, 2**20, 2**30, 2**40}
 
 

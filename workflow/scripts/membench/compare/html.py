@@ -22,6 +22,7 @@ from markupsafe import Markup  # noqa: E402
 
 from membench.compare.rows import interval_text, what_text  # noqa: E402
 from membench.figures.style import THEME  # noqa: E402
+from membench.core import text  # noqa: E402
 from membench.core.atomic_files import write_text_atomic  # noqa: E402
 from membench.report.render import TEMPLATE_DIR, make_environment  # noqa: E402
 
@@ -31,10 +32,8 @@ COLOURS = {"worse": "#d55e00", "better": "#029e73", "undecided": "#949494", "sam
 
 
 def _label(row: dict) -> str:
-    text = what_text(row)
-    prefix = f"{row['experiment']}/"
-    text = text.removeprefix(prefix)
-    return ("…" + text[-55:] if len(text) > 56 else text) + f" ({row['unit']})"
+    what = what_text(row).removeprefix(f"{row['experiment']}/")
+    return ("…" + what[-55:] if len(what) > 56 else what) + f" ({row['unit']})"
 
 
 def ratio_figure(rows: list[dict], threshold: float) -> str:
@@ -64,7 +63,7 @@ def ratio_figure(rows: list[dict], threshold: float) -> str:
         ax.set_xscale("log")
         ax.set_xlim(left, right)
         ax.set_ylim(-0.7, count - 0.3)
-        ax.set_xlabel(f"ratio NEW / BASE (95 % interval; band: ±{threshold:.1%}, no change)")
+        ax.set_xlabel(f"ratio NEW / BASE (95 % interval; band: ±{text.percent(threshold, 1, spaced=False)}, no change)")
         handles = [plt.Line2D([], [], color=c, marker="o", lw=1.6, label=v) for v, c in COLOURS.items()]
         ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=4, frameon=False)
         fig.tight_layout()
