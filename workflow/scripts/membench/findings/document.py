@@ -176,7 +176,8 @@ def derive(
     papers = paper_numbers.load_papers() if papers is None else papers
     runs = _runs(measurements)
     out_systems, found = [], []
-    for headline in sections["headlines"]:
+    # the first screen's choices become findings rows; sections.json keeps the rest
+    for headline in sections.pop("headlines"):
         system = headline["system"]
         idle = _idle_runs(runs, derived["latencies"], system)
         rows = headline_rows(headline, runs, idle, all_disturbed(cells[cells["system"] == system]))
