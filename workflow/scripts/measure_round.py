@@ -48,6 +48,9 @@ def closing_line(manifest: dict, plan: rounds.Plan) -> str:
         )
         if manifest.get(key)
     ]
+    if manifest.get("busy_from"):
+        notes.append(f"the machine stayed busy from repetition {manifest['busy_from']}: its disturbed tries were "
+                     "not measured again until one came out quiet")  # fmt: skip
     if notes:
         line += " (" + "; ".join(notes) + ")"
     if manifest["measured"]:

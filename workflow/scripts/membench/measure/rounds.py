@@ -29,6 +29,12 @@ from membench.measure.harness import Request, measure_cell
 from membench.measure.stored_index import StoredIndex
 from membench.plan.rounds import Plan
 
+# Retries help against a passing neighbour, not a machine that stays busy:
+# after this many repetitions in a row disturbed through every try, the
+# round measures the rest once each (kept and marked, as any disturbed
+# try); the first repetition that comes out quiet gives retries back.
+BUSY_STREAK = 3
+
 
 def measure_round(
     plan: Plan,
@@ -70,6 +76,7 @@ def measure_round(
 def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process, progress, retries=0) -> dict:
     measured, kept, unverified, adopted, moved = [], [], [], [], {}
     disturbed, tried_again = [], {}
+    busy_streak, busy_from = 0, None
     started = time.monotonic()
     machine = identity.machine_digest(json.loads(Path(topology).read_text()))
     own = [layout.run_path(runs_dir, member, plan.round_index) for member in plan.members]
@@ -105,6 +112,7 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
         one = time.monotonic()
         # the bound is per repetition: tries an earlier, stopped run measured count
         attempt = tries.earlier_tries(path, identity_keys) + 1
+        allowed = 0 if busy_streak >= BUSY_STREAK else retries
         if attempt > 1:
             log.write(f"{attempt - 1} tries measured by an earlier run (disturbed, moved aside)\n")
         while True:
@@ -114,22 +122,30 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
                 extra={**identity_keys, "measure_try": attempt}, run_process=run_harness_process,
             )  # fmt: skip (a write error there is a StoreError too)
             causes = _disturbed_by(records)
-            if not causes or attempt > retries:
+            if not causes or attempt > allowed:
                 break
             _store(lambda: tries.note_tries(path, identity_keys, attempt), "store", path)
             aside = _store(lambda: superseded.move_aside(path, runs_dir, superseded.DISTURBED), "move aside", path)
             tried_again.setdefault(path, []).append(str(aside))
-            log.write(f"disturbed ({causes}), try {attempt} of {retries + 1}: {path} -> {aside}\n")
+            log.write(f"disturbed ({causes}), try {attempt} of {allowed + 1}: {path} -> {aside}\n")
             attempt += 1
         _store(lambda: tries.forget_tries(path), "store", path)
         if causes:
             disturbed.append(path)
+            busy_streak += 1
+            if busy_streak == BUSY_STREAK and retries and busy_from is None:
+                busy_from = position + 1
+                log.write(f"{BUSY_STREAK} repetitions in a row disturbed in every try: the machine stays busy; "
+                          "the round's later repetitions are measured once each until one comes out quiet\n")  # fmt: skip
+        else:
+            busy_streak = 0
         measured.append(path)
         again = sum(len(asides) for asides in tried_again.values())
         progress(
             f"{plan.system} round {plan.round_index}: {position}/{len(plan.members)} "
             f"{member.id} ({time.monotonic() - one:.1f} s)"
             + (f"; disturbed {len(disturbed)} kept, {again} measured again" if disturbed or again else "")
+            + ("; busy: not measured again" if busy_streak >= BUSY_STREAK and retries else "")
         )
     return {
         "system": plan.system,
@@ -148,6 +164,9 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
         # tries of a repetition measured again (moved aside, in order)
         "disturbed": disturbed,
         "disturbed_tries": tried_again,
+        # the position (from 1) from which the round stopped measuring
+        # disturbed tries again, the machine staying busy (BUSY_STREAK)
+        "busy_from": busy_from,
         "seconds": round(time.monotonic() - started, 3),
     }
 
