@@ -31,6 +31,14 @@ include: "workflow/rules/analyse.smk"
 include: "workflow/rules/report.smk"
 
 
+# Once, in the Snakemake that plans (never in a job's): the run lock, stale
+# round manifests, the index files. Here, before the job graph is built, not
+# in onstart (which runs after it): they decide which jobs run. A dry run
+# writes and holds nothing (membench.core.run_start says what it does instead).
+if workflow.is_main_process:
+    start_run()
+
+
 # Snakemake alone never stops a running job (SIGTERM waits for it, SIGINT
 # relies on a terminal); membench.measure.stopping says why and what this does.
 onstart:
@@ -64,7 +72,7 @@ onsuccess:
 # intermediate missing while what was built from it exists, so without
 # them a deleted measurements.csv, or "Measure again" (README), would be
 # "Nothing to be done". A manifest that no longer describes its run files
-# is rerun as well (common.smk; membench.core.manifests).
+# is rerun as well (membench.core.run_start).
 rule all:
     default_target: True
     input:

@@ -15,7 +15,8 @@ sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 # Planning imports the plan stage only: never measurement, analysis or
 # plotting code (tests/test_architecture.py).
 from membench import __version__
-from membench.core import last_words, layout, manifests, measured_with, run_lock
+from membench.core import last_words, layout, manifests, measured_with
+from membench.core import run_lock, run_start
 from membench.plan import c2c_pairs, figure_kinds, node_pairs, rounds, variants
 from membench.plan import checks, config_limits
 from membench.plan import grammar
@@ -61,20 +62,9 @@ try:
 except grammar.ConfigError as error:
     raise WorkflowError(str(error)) from None
 SYSTEMS = grammar.system_names(CONFIG)
-# One membench run per results folder, planning included (membench.core.run_lock).
-if workflow.is_main_process:
-    _argv = sys.argv[1:]
-    _config_name = next(
-        (b for a, b in zip(_argv, _argv[1:]) if a in ("--configfile", "--configfiles")),
-        "from the profile",
-    )
-    _busy = run_lock.take("results", _config_name, _argv)
-    if _busy and not run_lock.read_only(_argv):
-        raise WorkflowError(_busy)
-    if _busy:
-        print(f"membench: {_busy}", file=sys.stderr)
-    if not CONFIG["figures_only"] and not run_lock.read_only(_argv):
-        measured_with.record("results", _config_name, config)
+# A run that only reads (-n, --summary): nothing written, deleted or held
+# (membench.core.run_start).
+READ_ONLY = run_lock.read_only(sys.argv[1:])
 # c2c: pairs: all is bounded at 64 CPUs (from the probed topology, else this
 # host when it measures); the dry run states the pairs each system measures.
 for _line in c2c_pairs.plan_lines(CELLS, SYSTEMS, bool(CONFIG.get("systems"))):
@@ -123,11 +113,11 @@ FIGURES_ONLY = CONFIG.pop("figures_only")
 def figures_only_stops(message):
     """A figures-only run that cannot draw stops before any job, and, as
     every failure does, leaves no report that looks current."""
-    if workflow.is_main_process and not run_lock.read_only(sys.argv[1:]):
-        aside = last_words.set_report_aside(
-            "results/report.html", "figures-only stopped"
-        )
-        message += f"\n{aside}" if aside else ""
+    if workflow.is_main_process:
+        try:
+            message = run_start.stop_before_any_job("results", sys.argv[1:], message)
+        except run_start.RunRefused as busy:
+            message = str(busy)
     raise WorkflowError(message)
 
 
@@ -155,18 +145,20 @@ wildcard_constraints:
 
 # The package the analysis rules run: an edit re-runs tables, figures and
 # report (never a measurement: measure rules do not list it). One input, an
-# index of the sources' digests rewritten when one changes, not the 80 files:
-# a failed job's error box lists its inputs (membench.core.manifests).
-PACKAGE_SOURCES = [
-    (
-        manifests.write_index(
-            ".snakemake/membench/code.txt",
-            manifests.source_index_lines(REPO / "workflow/scripts/membench"),
-        )
-        if workflow.is_main_process
-        else ".snakemake/membench/code.txt"
-    )
-]
+# index of the sources' digests rewritten when one changes (start_run), not
+# the 80 files: a failed job's error box lists its inputs
+# (membench.core.manifests).
+PACKAGE_INDEX = ".snakemake/membench/code.txt"
+
+
+def written_index(path):
+    """An index file as a rule input. A read-only run (-n) writes none, so
+    one not written yet is left out of its plan (start_run says what a run
+    would make again)."""
+    return [path] if not READ_ONLY or Path(path).exists() else []
+
+
+PACKAGE_SOURCES = written_index(PACKAGE_INDEX)
 
 
 ROUNDS = rounds.round_count(CELLS)
@@ -199,20 +191,16 @@ def stored_runs(wildcards):
             )
             for k in range(ROUNDS)
         ]
-    return stored_index(wildcards.system)
+    return written_index(stored_index(wildcards.system))
 
 
 def stored_index(system):
     """Figures-only: one file listing the stored run files collect reads,
-    with their sizes and times, rewritten at planning time when one of them
-    changed (so collect runs again), instead of the files themselves as
-    inputs: a failed collect's error box lists one path, not hundreds."""
-    path = f".snakemake/membench/stored/{system}.txt"
-    if workflow.is_main_process:
-        manifests.write_index(
-            path, manifests.stored_index_lines(stored_claims(system).files)
-        )
-    return path
+    with their sizes and times, rewritten before the job graph when one of
+    them changed (start_run: so collect runs again), instead of the files
+    themselves as inputs: a failed collect's error box lists one path, not
+    hundreds."""
+    return f".snakemake/membench/stored/{system}.txt"
 
 
 _CLAIMS = {}
@@ -267,34 +255,36 @@ def stored_fingerprint(wildcards):
     return manifests.fingerprint(stored_claims(wildcards.system).files)
 
 
-# A round manifest is checked against the run files it lists, never
-# trusted: one that no longer describes them (a file deleted, replaced,
-# copied in, or written by an undone edit's round) is deleted, a missing
-# output, so its round runs again (a dry run only says so); the round keeps
-# what is the same by content, moves the rest to superseded/ and measures
-# what is missing (membench.core.manifests). A manifest holds no data.
-if not FIGURES_ONLY and workflow.is_main_process:
-    _STALE = {
-        path: reason
-        for system in SYSTEMS
-        for path in round_manifests(system)
-        if (reason := manifests.stale_reason(path))
+def start_run():
+    """Called once by the Snakefile, in the Snakemake that plans: the run
+    lock, the round manifests that no longer describe their run files
+    deleted (their rounds run again), the index files written; before the
+    job graph, which they decide; a read-only run only says what a run
+    would do (membench.core.run_start)."""
+    indexes = {
+        PACKAGE_INDEX: manifests.source_index_lines(REPO / "workflow/scripts/membench")
     }
-    _DRY = run_lock.read_only(sys.argv[1:])
-    for _path, _reason in list(_STALE.items())[:5]:
-        print(f"membench: round {_path} runs again: {_reason}", file=sys.stderr)
-    if len(_STALE) > 5:
-        print(
-            f"membench: ... and {len(_STALE) - 5} more rounds run again",
-            file=sys.stderr,
+    if FIGURES_ONLY:
+        indexes |= {
+            stored_index(system): manifests.stored_index_lines(
+                stored_claims(system).files
+            )
+            for system in SYSTEMS
+        }
+    try:
+        run_start.begin(
+            "results",
+            argv=sys.argv[1:],
+            config=config,
+            measuring=not FIGURES_ONLY,
+            round_manifests=(
+                [] if FIGURES_ONLY else [m for s in SYSTEMS for m in round_manifests(s)]
+            ),
+            indexes=indexes,
+            say=lambda line: print(line, file=sys.stderr),
         )
-    if _STALE and _DRY:
-        print(
-            "membench: (a dry run: the plan below does not show them yet)",
-            file=sys.stderr,
-        )
-    for _path in [] if _DRY else _STALE:
-        Path(_path).unlink(missing_ok=True)
+    except run_start.RunRefused as busy:
+        raise WorkflowError(str(busy)) from None
 
 
 # Figures-only with a config that claims none of the stored runs (measured
@@ -328,7 +318,10 @@ def round_binaries(wildcards):
 
 def round_study_file(wildcards):
     return ROUND_INPUTS.study_file(
-        wildcards.system, int(wildcards.round), ".snakemake/membench/studies"
+        wildcards.system,
+        int(wildcards.round),
+        ".snakemake/membench/studies",
+        write=not READ_ONLY,
     )
 
 

@@ -76,17 +76,18 @@ def fingerprint(paths: list[str]) -> str:
 # exactly then) with one path in the box.
 
 
-def write_index(path: str | Path, lines: list[str]) -> str:
-    """Write the index (one line per described file) when its text differs
-    from the stored one; return its path."""
-    text = "".join(f"{line}\n" for line in lines)
-    path = Path(path)
+def index_holds(path: str | Path, lines: list[str]) -> bool:
+    """Whether the stored index says these lines (one per described file)."""
     try:
-        if path.read_text() == text:
-            return str(path)
+        return Path(path).read_text() == "".join(f"{line}\n" for line in lines)
     except OSError:
-        pass
-    write_text_atomic(path, text)
+        return False
+
+
+def write_index(path: str | Path, lines: list[str]) -> str:
+    """Write the index when its text differs from the stored one; return its path."""
+    if not index_holds(path, lines):
+        write_text_atomic(Path(path), "".join(f"{line}\n" for line in lines))
     return str(path)
 
 
