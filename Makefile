@@ -96,11 +96,12 @@ remeasure-failed: $(STAMP)
 	@$(BIN)/python workflow/scripts/remeasure_failed.py --directory $(call quote,$(RUN_DIR))
 
 # The suite in two parts: on TEST_WORKERS pytest-xdist workers (a test file
-# is one unit of work, so its measured study is made once), then the tests
-# marked quiet alone, as they judge real threads quiet or not.
+# is one unit of work, so its measured study is made once; the longest go
+# first, tests/conftest.py LONGEST_FIRST), then the tests marked quiet
+# alone, as they judge real threads quiet or not.
 TEST_WORKERS ?= 2
 test: system-deps test-deps $(STAMP)
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not quiet" --durations=15 tests
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not quiet" --durations=15 tests
 	$(BIN)/pytest -q -m quiet --durations=5 tests
 
 # Speed and memory targets, each side by side in one sitting with its

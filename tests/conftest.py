@@ -149,3 +149,19 @@ def lists_options(tmp_path_factory, stream_binary) -> str:
 # afterwards, alone.
 def pytest_configure(config):
     config.addinivalue_line("markers", "quiet: measures and needs the machine to itself (run after the parallel part)")
+
+
+# The longest files first (seconds in a parallel run on the 2-vCPU guest),
+# so that no worker is left with one at the end while the other idles. The
+# variant builds come first and the disassembly, which waits on them, later.
+LONGEST_FIRST = [
+    "test_variants", "test_arm", "test_failures", "test_stop", "test_slurm", "test_identity_workflow",
+    "test_workflow", "test_one_report", "test_numa_guest", "test_numa_guest_matrix", "test_disassembly",
+    "test_retry_bound", "test_record_schema", "test_failed_steps", "test_module", "test_make_run",
+    "test_recovery", "test_new_family", "test_bundle_rebuild", "test_compare", "test_findings",
+]  # fmt: skip
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.module.__name__, len(rank)))  # stable: file order kept within

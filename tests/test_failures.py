@@ -300,7 +300,6 @@ def test_make_compare_exit_codes_reach_make(tmp_path, repo, venv_bin):
 
 
 DEV16 = Path(__file__).resolve().parents[2] / "shared" / "data" / "dev16"
-LADDER = REPO / "tests" / "fixtures" / "dev16_ladder"  # the ladder runs of DEV16, kept in the repository
 
 
 @pytest.mark.skipif(not (DEV16 / "runs").is_dir(), reason="no ../shared/data/dev16")
@@ -329,31 +328,6 @@ def test_dev16_runs_of_an_earlier_membench_are_shown_or_said(tmp_path, venv_bin)
     loaded = report[report.index('id="experiment-loaded_latency"') :]
     assert "<svg" in loaded[:200000] and "174.5" in loaded  # the loaded curve's points (delay 0: 174.5 ns)
     assert (workdir / "results" / "figures" / "readonly_ladder-ladder.svg").exists()
-
-
-def test_figures_drawn_again_are_the_same_bytes(tmp_path, venv_bin):
-    """README's figures-only command on stored runs kept in the repository
-    (tests/fixtures/dev16_ladder: real read-only ladder runs) and on a
-    synthetic two-socket STREAM study (tools/synthetic_runs.py), then every
-    figure job run again in new processes: the same bytes, the ladder's
-    jittered dots included."""
-    workdir = copy_workflow(tmp_path / "membench")
-    system = workdir / "results" / "dev16"
-    system.mkdir(parents=True)
-    for name in ("runs", "topology.json", "environment.json"):
-        subprocess.run(["cp", "-a", str(LADDER / name), str(system / name)], check=True)
-    synthetic_runs.write_affinity_study(workdir, "aff", [1, 4], 5, machine="2x4x2", system="two-socket")
-    drawn = {}
-    for config in (str(LADDER / "config.yaml"), "config.yaml"):
-        first = snakemake(workdir, venv_bin, "--config", "figures_only=True", config=config)
-        assert first.returncode == 0, tail(first, 40)
-        drawn.update({p.name: p.read_bytes() for p in (workdir / "results" / "figures").glob("*.svg")})
-        again = snakemake(workdir, venv_bin, "--config", "figures_only=True", "--forcerun", "plot_figure", config=config)
-        assert again.returncode == 0, tail(again, 40)
-        assert "plot_figure" in again.stdout + again.stderr, "the figures were drawn again"
-        changed = [n for n, data in drawn.items() if (workdir / "results" / "figures" / n).read_bytes() != data]
-        assert changed == [], f"figures differ between two identical runs ({config}): {changed}"
-    assert "readonly_ladder-ladder.svg" in drawn and any(name.startswith("aff-") for name in drawn), sorted(drawn)
 
 
 def test_names_too_long_for_a_path_are_said_with_the_config(tmp_path, venv_bin):
