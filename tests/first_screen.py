@@ -63,12 +63,18 @@ document.title = btoa(unescape(encodeURIComponent(JSON.stringify({
 
 def lay_out(html: Path, tmp_path: Path) -> dict:
     """The report's layout facts at 1280 x 800 (see PROBE)."""
+    return probed(html, PROBE, tmp_path, WIDTH, HEIGHT)
+
+
+def probed(html: Path, probe_script: str, tmp_path: Path, width: int, height: int) -> dict:
+    """What a probe script (ending in base64 JSON put in the title) reads
+    from a page laid out in headless Chromium at width x height."""
     chromium = shutil.which("chromium")
     assert chromium, "chromium is missing: `make test` installs it from Debian's apt"
     probe = tmp_path / "probe.html"
-    probe.write_text(html.read_text().replace("</body>", PROBE + "</body>"))
+    probe.write_text(html.read_text().replace("</body>", probe_script + "</body>"))
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([chromium, *flags, f"--window-size={WIDTH},{HEIGHT}", "--dump-dom", probe.as_uri()],
+    dom = subprocess.run([chromium, *flags, f"--window-size={width},{height}", "--dump-dom", probe.as_uri()],
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert dom.returncode == 0, dom.stderr[-2000:]
     title = dom.stdout.split("<title>", 1)[1].split("</title>", 1)[0]

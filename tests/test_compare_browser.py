@@ -7,16 +7,14 @@ its own box."""
 
 from __future__ import annotations
 
-import base64
 import json
 import os
-import shutil
-import subprocess
 import sys
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from conftest import REPO  # noqa: E402
+from first_screen import probed  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tools"))
 
@@ -61,19 +59,6 @@ document.title = btoa(unescape(encodeURIComponent(JSON.stringify({
 """
 
 
-def laid_out(html_path, tmp_path) -> dict:
-    chromium = shutil.which("chromium")
-    assert chromium, "chromium is missing: `make test` installs it from Debian's apt"
-    probe = tmp_path / "probe.html"
-    probe.write_text(html_path.read_text().replace("</body>", PROBE + "</body>"))
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([chromium, *flags, f"--window-size={WIDTH},{HEIGHT}", "--dump-dom", probe.as_uri()],
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    title = dom.stdout.split("<title>", 1)[1].split("</title>", 1)[0]
-    return json.loads(base64.b64decode(title).decode())
-
-
 def side(tmp_path, name, edit=lambda record, path: None):
     """The synthetic study, written afresh, each record edited."""
     out = tmp_path / name
@@ -100,7 +85,7 @@ def test_compare_html_at_130_rows_stays_bounded_and_readable_at_1280_px(tmp_path
     result, code = run_compare(str(base), str(new), tmp_path / "out")
     rows = len(result["rows"])
     assert rows >= 130 and code == 1, (rows, code)  # the planted change is a worse gate row
-    seen = laid_out(tmp_path / "out" / "compare.html", tmp_path)
+    seen = probed(tmp_path / "out" / "compare.html", PROBE, tmp_path, WIDTH, HEIGHT)
 
     assert seen["page_width"] <= WIDTH and not seen["past"], (seen["page_width"], seen["past"])
     assert seen["rows"] == rows, "the table holds every row"

@@ -38,14 +38,9 @@ def topology_nodes(topology: dict) -> list[int]:
     return sorted({n["node"] for n in topology["nodes"]} | {c["node"] for c in topology["cpus"]})
 
 
-def pair_cells(cell: Cell, nodes: list[int]) -> list[Cell]:
-    """The concrete cells of one config cell: itself when it names no
-    `each`, else one per node (per pair when both axes say each), rows
-    (CPU node) outer, columns (memory node) inner."""
-    rows = nodes if cell.affinity == EACH_AFFINITY else [None]
-    columns = nodes if cell.policy == EACH_POLICY else [None]
-    if rows == [None] and columns == [None]:
-        return [cell]
+def _pair_changes(rows: list, columns: list) -> list[dict]:
+    """The affinity and policy of every concrete pair, rows (CPU node)
+    outer, columns (memory node) inner; None leaves that axis as it is."""
     out = []
     for row in rows:
         for column in columns:
@@ -54,8 +49,19 @@ def pair_cells(cell: Cell, nodes: list[int]) -> list[Cell]:
                 changes["affinity"] = f"node:{row}"
             if column is not None:
                 changes["policy"] = f"bind:{column}"
-            out.append(dataclasses.replace(cell, **changes))
+            out.append(changes)
     return out
+
+
+def pair_cells(cell: Cell, nodes: list[int]) -> list[Cell]:
+    """The concrete cells of one config cell: itself when it names no
+    `each`, else one per node (per pair when both axes say each), rows
+    (CPU node) outer, columns (memory node) inner."""
+    rows = nodes if cell.affinity == EACH_AFFINITY else [None]
+    columns = nodes if cell.policy == EACH_POLICY else [None]
+    if rows == [None] and columns == [None]:
+        return [cell]
+    return [dataclasses.replace(cell, **changes) for changes in _pair_changes(rows, columns)]
 
 
 def expand_pairs(cells: list[Cell], topology: dict | None) -> list[Cell]:
@@ -88,16 +94,10 @@ def pair_requests(cell_id: str, request: dict, topology: dict | None) -> list[tu
     columns = nodes if columns != [None] else columns
     folder, axes = cell_id.rsplit("/", 1)
     out = []
-    for row in rows:
-        for column in columns:
-            changes = {}
-            if row is not None:
-                changes["affinity"] = f"node:{row}"
-            if column is not None:
-                changes["policy"] = f"bind:{column}"
-            # the id's axes are path_safe values joined by "_": the each
-            # values are whole parts of it (Cell.id)
-            named = {path_safe(request[knob]): path_safe(value) for knob, value in changes.items()}
-            concrete = "_".join(named.get(part, part) for part in axes.split("_"))
-            out.append((f"{folder}/{concrete}", {**request, **changes}))
+    for changes in _pair_changes(rows, columns):
+        # the id's axes are path_safe values joined by "_": the each
+        # values are whole parts of it (Cell.id)
+        named = {path_safe(request[knob]): path_safe(value) for knob, value in changes.items()}
+        concrete = "_".join(named.get(part, part) for part in axes.split("_"))
+        out.append((f"{folder}/{concrete}", {**request, **changes}))
     return out
