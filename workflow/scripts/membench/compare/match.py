@@ -1,10 +1,9 @@
 """`make compare`: two result sets, matched cell by cell on their knobs.
 
-A side is a run directory (holding results/), a results directory
-(holding <system>/runs/), or either with ":<system>" to pick one system.
-Its stored records (results/<system>/runs/**/r*.jsonl) are read through
-membench.store.collect (checked against the record contract, placement classes
-from the system's topology.json); summary CSVs are never read.
+A side is a run directory (holding results/), a results directory (holding
+<system>/runs/), or either with ":<system>" to pick one system. Its stored
+records are read through membench.store.collect (checked against the record
+contract, placement classes from topology.json); summary CSVs never are.
 
 Cells match on their knobs (KNOBS, plus any other "<knob>_requested" key
 the records of both sides carry), never on file, cell or experiment
