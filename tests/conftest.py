@@ -37,7 +37,7 @@ class VariantBuilds:
     (membench.plan.variants.compile_argv); what is asked together is built
     in parallel. Every test file takes its binaries from here, so a whole
     run compiles each variant once: the folder is shared by the xdist
-    workers, and a lock file a binary makes the second worker wait for the
+    workers, and one lock file per binary makes the second worker wait for the
     first one's build instead of compiling it again."""
 
     def __init__(self, folder: Path):
