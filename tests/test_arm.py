@@ -189,13 +189,13 @@ def test_chase_and_loaded_validate_under_qemu(arm_binaries):
 @pytest.mark.parametrize("cpu,atomics", [(SVE256, "lse"), (NO_SVE, "llsc")])
 def test_c2c_records_which_compare_and_swap_ran(arm_binaries, cpu, atomics):
     rc, recs, err = qemu(built(arm_binaries, "c2c", "default"), "--threads", "2", "--size", str(1 << 20),
-                         "--samples", "3", "--roundtrips", "50", "--op", "cas,clean", cpu=cpu)  # fmt: skip
+                         "--samples", "3", "--roundtrips", "2000", "--op", "cas,clean", cpu=cpu)  # fmt: skip
     assert rc == 0, err
     by_op = {r["op"]: r for r in recs}
     assert by_op["cas"]["valid"] and by_op["cas"]["cas_atomics"] == atomics
     assert by_op["clean"]["valid"] and by_op["clean"]["clean_flushed"] is True  # dc civac
     rc, recs, _ = qemu(built(arm_binaries, "c2c", "default"), "--threads", "2", "--size", str(1 << 20),
-                       "--samples", "3", "--roundtrips", "50", "--op", "cas", "--test-corrupt", cpu=cpu)  # fmt: skip
+                       "--samples", "3", "--roundtrips", "2000", "--op", "cas", "--test-corrupt", cpu=cpu)  # fmt: skip
     assert rc == 1 and recs and not any(r["valid"] for r in recs)
 
 
