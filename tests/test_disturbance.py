@@ -23,7 +23,7 @@ def test_a_switched_thread_steal_or_a_clock_change_mark_it_and_say_what():
     assert disturbance.verdict({**QUIET, "disturb_core_ghz": [3.0, 2.0]})[1] == ["clock 3.00->2.00 GHz"]
     both = disturbance.columns({**QUIET, "disturb_nivcsw": [1, 0], "disturb_steal_s": 0.1})
     assert both == {"disturbed": True, "disturbed_by": "switched out 1x; steal 20.0 % of the CPU time",
-                    "disturb_switches": 1, "disturb_placement": None}  # fmt: skip
+                    "disturb_switches": 1, "disturb_placement": None, "neighbour": None}  # fmt: skip
 
 
 def test_one_tick_of_steal_a_cpu_is_rounding_not_evidence():

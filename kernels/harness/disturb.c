@@ -2,6 +2,7 @@
  * membench harness: what could have disturbed a timed region (disturb.h).
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -91,29 +92,37 @@ static double now_s(void)
 }
 
 /* Steal ticks summed over the CPUs (-1 when /proc/stat has no steal
- * field) and procs_running (-1 when absent). */
-static void read_stat(const mb_disturb_t *d, long long *steal, int *running)
+ * field), procs_running (-1 when absent), and the busy ticks (user, nice,
+ * system, irq, softirq) summed over every CPU with their count (-1 when
+ * absent): less the measuring threads' own run time, what other tasks ran
+ * anywhere, sharing the memory system, which none of the region's own
+ * counters see (a neighbour on another CPU). */
+static void read_stat(const mb_disturb_t *d, long long *steal, int *running, long long *busy_all,
+                      int *cpus_all)
 {
-    *steal = -1, *running = -1;
+    *steal = -1, *running = -1, *busy_all = -1, *cpus_all = -1;
     if (getenv("MEMBENCH_TEST_NO_STEAL")) /* test only: a kernel without the field */
         return;
     FILE *f = fopen("/proc/stat", "r");
     if (!f)
         return;
     char line[1024];
-    long long sum = 0;
-    int found = 0, fields_ok = 1;
+    long long sum = 0, busy = 0;
+    int found = 0, fields_ok = 1, counted = 0;
     while (fgets(line, sizeof line, f)) {
         int cpu;
-        if (sscanf(line, "cpu%d ", &cpu) == 1) {
+        /* "cpuN ..." lines only: the first line ("cpu  ...") sums them all */
+        if (isdigit((unsigned char)line[3]) && sscanf(line, "cpu%d ", &cpu) == 1) {
             int want = 0;
             for (int i = 0; i < d->ncpus; i++)
                 want |= d->cpus[i] == cpu;
-            if (!want)
-                continue;
             unsigned long long v[8];
             int n = sscanf(line, "cpu%*d %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
                            &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+            if (n >= 7)
+                busy += (long long)(v[0] + v[1] + v[2] + v[5] + v[6]), counted++;
+            if (!want)
+                continue;
             if (n < 8)
                 fields_ok = 0;
             else
@@ -125,6 +134,8 @@ static void read_stat(const mb_disturb_t *d, long long *steal, int *running)
     fclose(f);
     if (found > 0 && fields_ok && found == d->ncpus)
         *steal = sum;
+    if (counted > 0)
+        *busy_all = busy, *cpus_all = counted;
 }
 
 void mb_disturb_begin(mb_disturb_t *d, int nthreads, const int *cpus, int ncpus, int own,
@@ -153,8 +164,9 @@ void mb_disturb_begin(mb_disturb_t *d, int nthreads, const int *cpus, int ncpus,
     d->ghz0 = d->ghz1 = NAN;
     if (clock)
         d->ghz0 = mb_disturb_ghz();
-    read_stat(d, &d->steal0, &d->running0);
+    read_stat(d, &d->steal0, &d->running0, &d->busy0, &d->busy_cpus);
     d->steal_s = NAN;
+    d->busy_s = NAN;
     d->running1 = -1;
     d->t0 = now_s();
 }
@@ -193,10 +205,13 @@ void mb_disturb_thread_end(mb_disturb_t *d, int t)
 void mb_disturb_end(mb_disturb_t *d, int clock)
 {
     d->t1 = now_s();
-    long long steal1;
-    read_stat(d, &steal1, &d->running1);
+    long long steal1, busy1;
+    int cpus1;
+    read_stat(d, &steal1, &d->running1, &busy1, &cpus1);
     if (d->steal0 >= 0 && steal1 >= 0)
         d->steal_s = (double)(steal1 - d->steal0) / (double)sysconf(_SC_CLK_TCK);
+    if (d->busy0 >= 0 && busy1 >= d->busy0 && cpus1 == d->busy_cpus) /* no CPU went on or offline */
+        d->busy_s = (double)(busy1 - d->busy0) / (double)sysconf(_SC_CLK_TCK);
     if (clock)
         d->ghz1 = mb_disturb_ghz();
 }
@@ -238,6 +253,8 @@ void mb_disturb_keys(struct jbuf *b, const mb_disturb_t *d)
         kv_null(b, "disturb_steal_s");
         kv_null(b, "disturb_steal_cpus");
         kv_null(b, "disturb_others_running");
+        kv_null(b, "disturb_others_busy_s");
+        kv_null(b, "disturb_busy_cpus");
         kv_null(b, "disturb_core_ghz");
         return;
     }
@@ -281,6 +298,19 @@ void mb_disturb_keys(struct jbuf *b, const mb_disturb_t *d)
         kv_int(b, "disturb_others_running", most > d->own ? most - d->own : 0);
     } else {
         kv_null(b, "disturb_others_running");
+    }
+    /* the machine's busy time less the measuring threads' own run time:
+     * what other tasks ran, on any CPU (ticks: up to one a CPU either way) */
+    int own_known = d->nthreads > 0;
+    double own_run = 0;
+    for (int t = 0; t < d->nthreads; t++)
+        own_known &= d->run[t] >= 0, own_run += (double)d->run[t] * 1e-9;
+    if (own_known && isfinite(d->busy_s)) {
+        kv_double(b, "disturb_others_busy_s", d->busy_s > own_run ? d->busy_s - own_run : 0.0);
+        kv_int(b, "disturb_busy_cpus", d->busy_cpus);
+    } else {
+        kv_null(b, "disturb_others_busy_s");
+        kv_null(b, "disturb_busy_cpus");
     }
     if (isfinite(d->ghz0) && isfinite(d->ghz1)) {
         double g[2] = {d->ghz0, d->ghz1};

@@ -10,8 +10,10 @@
  *     region; its own span between those readings less both is the time
  *     it lost unaccounted (steal, interrupts: "lost"), in ns where
  *     /proc/stat's steal counts 10 ms ticks;
- *   - the steal time of the region's CPUs and the runnable tasks of the
- *     machine (/proc/stat: cpuN steal, procs_running), by the caller;
+ *   - the steal time of the region's CPUs, the busy time of every CPU
+ *     (less the measuring threads' run time: other tasks, anywhere, share
+ *     the memory system) and the runnable tasks of the machine (/proc/stat:
+ *     cpuN, procs_running), by the caller;
  *   - the caller's core clock before and after (cpu.c), where measurable.
  * A value the machine cannot give stays "not recorded" (null in the record),
  * never zero.
@@ -33,6 +35,9 @@ typedef struct mb_disturb {
     int ncpus, cpus[MB_DISTURB_MAX_CPUS];
     long long steal0;           /* ticks; -1 = no steal field */
     double steal_s;             /* NAN = not recorded */
+    long long busy0;            /* busy ticks summed over every CPU; -1 = not recorded */
+    int busy_cpus;              /* how many CPUs that sums; -1 = not recorded */
+    double busy_s;              /* NAN = not recorded */
     int running0, running1;     /* procs_running; -1 = not recorded */
     double ghz0, ghz1;          /* NAN = not measurable */
     double t0, t1;              /* CLOCK_MONOTONIC seconds */

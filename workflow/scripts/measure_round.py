@@ -45,6 +45,7 @@ def closing_line(manifest: dict, plan: rounds.Plan) -> str:
             ("kept_unverified", "kept on their request alone (stored before binary and machine were recorded)"),
             ("disturbed", "marked disturbed (kept, shown, left out of conclusions)"),
             ("disturbed_tries", "measured again after a disturbed try"),
+            ("neighbour", "ran while other tasks kept other CPUs busy (a memory-side neighbour possible; kept)"),
         )
         if manifest.get(key)
     ]

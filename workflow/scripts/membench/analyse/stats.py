@@ -109,8 +109,8 @@ def undisturbed(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def disturbance_counts(ok: pd.DataFrame) -> dict:
-    """How many of a cell's ok repetitions were disturbed, by what, and
-    how many recorded nothing."""
+    """How many of a cell's ok repetitions were disturbed, by what, how
+    many recorded nothing, and how many ran beside other busy tasks."""
     marked = disturbed_mask(ok)
     kinds: dict[str, int] = {}
     for text in ok.loc[marked, "disturbed_by"].dropna() if "disturbed_by" in ok else []:
@@ -120,6 +120,8 @@ def disturbance_counts(ok: pd.DataFrame) -> dict:
     unknown = int(ok["disturbed"].isna().sum()) if "disturbed" in ok else len(ok)
     return {
         "n_disturbed": int(marked.sum()),
+        # kept: other tasks kept other CPUs busy beside them (disturbance.neighbour)
+        "n_neighbour": int(ok["neighbour"].notna().sum()) if "neighbour" in ok else 0,
         "disturbed_by": "; ".join(f"{kind} x{n}" for kind, n in kinds.items()) or None,
         "n_disturbance_not_recorded": unknown,
     }

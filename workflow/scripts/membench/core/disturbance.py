@@ -39,9 +39,16 @@ repetition is *disturbed* when:
   clock      the measuring core's clock after the region differs from the
              one before by more than 10 % (dependent-add chain, cpu.c).
 
-Nothing here sees a neighbour that only uses memory (another process or
-VM streaming on other CPUs): it causes no wait, no steal and no clock
-change (docs/disturbance.md, what "quiet" covers).
+A neighbour that only uses memory (another process streaming on other
+CPUs) causes no wait, no steal and no clock change, so none of the above
+sees it. neighbour() says instead when other tasks kept the machine's
+other CPUs busy during the region (disturb_others_busy_s: every CPU's busy
+ticks less the measuring threads' own run time), more than a quarter of a
+CPU on average for certain (less a tick a CPU counted): a memory-side
+neighbour is possible. Such a run is kept and counted, not marked
+disturbed: on this 2-vCPU guest a STREAM thread beside it moved neither a
+one-thread copy nor the chase (docs/disturbance.md). Another VM on the
+host is seen by nothing in the guest.
 
 The thresholds come from sittings on a 2-vCPU KVM guest (README,
 "Disturbed repetitions"). A pinned STREAM thread of a quiet minute
@@ -78,6 +85,7 @@ WAIT_FLOOR_S = 0.008  # ... and in seconds: two ticks at HZ=250, past a kernel t
 STEAL_FRACTION = 0.01  # steal over the region's CPU time, less the ticks' rounding
 STEAL_TICK_S = 0.01  # /proc/stat counts in USER_HZ = 100 ticks on Linux
 CLOCK_CHANGE = 0.10  # relative change of the core clock across the region
+NEIGHBOUR_CPUS = 0.25  # other tasks' busy time over the region, in CPUs, for certain
 ITERATION_WAIT_FRACTION = 0.01  # a wait in the iteration the statistic came from: half compare's threshold
 LOST_FRACTION = 0.01  # time neither run nor waited (steal, interrupts), least over the threads
 LOST_FLOOR_S = 0.001  # ... and in seconds
@@ -119,6 +127,19 @@ def placement(record: dict) -> str | None:
         return None
     wait, seconds, _ = iteration
     return f"threads shared a CPU (waited {percent(wait / seconds, 1)} of the iteration behind their own)"
+
+
+def neighbour(record: dict) -> str | None:
+    """What other tasks did beside the region, when they kept the machine's
+    other CPUs busy (NEIGHBOUR_CPUS, less the ticks' rounding): a
+    memory-side neighbour possible, which the rule cannot see; None when
+    they did not, or nothing was recorded."""
+    busy, cpus, timed = (_value(record.get(k)) for k in ("disturb_others_busy_s", "disturb_busy_cpus", "disturb_timed_s"))
+    if not (isinstance(busy, (int, float)) and isinstance(cpus, (int, float)) and isinstance(timed, (int, float)) and timed > 0):
+        return None
+    if busy - cpus * STEAL_TICK_S <= NEIGHBOUR_CPUS * timed:
+        return None
+    return f"other tasks kept {busy / timed:.1f} CPUs busy beside it (a memory-side neighbour possible)"
 
 
 def verdict(record: dict) -> tuple[bool | None, list[str]]:
@@ -199,7 +220,9 @@ def columns(record: dict) -> dict:
     disturbed_by (the causes; None unless disturbed), and the measuring
     threads' involuntary switches in all (None when not recorded), and
     disturb_placement: placement()'s phrase when the threads shared a CPU
-    (such a run is kept and drawn, counted as placement)."""
+    (such a run is kept and drawn, counted as placement), and neighbour:
+    neighbour()'s phrase when other tasks kept other CPUs busy (kept,
+    counted)."""
     disturbed, causes = verdict(record)
     switches = _value(record.get("disturb_nivcsw"))
     return {
@@ -207,6 +230,7 @@ def columns(record: dict) -> dict:
         "disturbed_by": "; ".join(causes) if disturbed else None,
         "disturb_switches": sum(switches) if isinstance(switches, list) else None,
         "disturb_placement": placement(record),
+        "neighbour": neighbour(record),
     }
 
 

@@ -130,7 +130,13 @@ def quiet(cells: pd.DataFrame) -> dict:
     by = ", ".join(f"{kind} ×{n}" for kind, n in sorted(causes.items(), key=lambda kv: -kv[1]))
     verdict = (f"quiet: {marked} of {ok} repetitions disturbed" if share <= QUIET_SHARE else
                f"not quiet: {marked} of {ok} repetitions disturbed ({by}); the numbers come from the {ok - marked} left")  # fmt: skip
-    return {"quiet": share <= QUIET_SHARE, "disturbed_share": share, "disturbed_by": by, "verdict": verdict}
+    # what the rule cannot see: other tasks busy on other CPUs (memory side)
+    beside = int(cells["n_neighbour"].fillna(0).sum()) if "n_neighbour" in cells else 0
+    if beside:
+        verdict += (f"; {beside} ran while other tasks kept other CPUs busy (a memory-side neighbour possible, "
+                    "which the rule cannot see; kept)")  # fmt: skip
+    return {"quiet": share <= QUIET_SHARE, "disturbed_share": share, "disturbed_by": by, "neighbour": beside,
+            "verdict": verdict}  # fmt: skip
 
 
 # More than this share of a run's repetitions marked disturbed: the machine was not quiet.

@@ -75,7 +75,7 @@ def measure_round(
 
 def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process, progress, retries=0) -> dict:
     measured, kept, unverified, adopted, moved = [], [], [], [], {}
-    disturbed, tried_again = [], {}
+    disturbed, tried_again, beside = [], {}, []
     busy_streak, busy_from = 0, None
     started = time.monotonic()
     machine = identity.machine_digest(json.loads(Path(topology).read_text()))
@@ -130,6 +130,8 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
             log.write(f"disturbed ({causes}), try {attempt} of {allowed + 1}: {path} -> {aside}\n")
             attempt += 1
         _store(lambda: tries.forget_tries(path), "store", path)
+        if any(disturbance.neighbour(record) for record in records or []):
+            beside.append(path)
         if causes:
             disturbed.append(path)
             busy_streak += 1
@@ -167,6 +169,9 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
         # the position (from 1) from which the round stopped measuring
         # disturbed tries again, the machine staying busy (BUSY_STREAK)
         "busy_from": busy_from,
+        # kept: other tasks kept other CPUs busy beside them (a memory-side
+        # neighbour possible, which the disturbed rule cannot see)
+        "neighbour": beside,
         "seconds": round(time.monotonic() - started, 3),
     }
 

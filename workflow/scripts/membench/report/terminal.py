@@ -41,7 +41,7 @@ def summary_lines(findings: dict) -> list[str]:
     """About 15 lines: per system its first-screen numbers, then one line
     per experiment's finding."""
     records = findings["records"]
-    lines = [f"This machine was {records['verdict']}." if not records["quiet"] else records["verdict"].capitalize()]
+    lines = [f"This machine was {records['verdict']}." if not records["quiet"] else records["verdict"][:1].upper() + records["verdict"][1:]]
     for system in findings["systems"]:
         lines.append(f"membench findings for {system['system']}: {system['cpu_model']}, {system['cpus']} CPUs, "
                      f"{system['nodes']} NUMA node{'s' if system['nodes'] != 1 else ''}; {records['ok']} ok records, "
