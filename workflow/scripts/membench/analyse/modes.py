@@ -22,8 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.signal import find_peaks
-from scipy.stats import gaussian_kde, kruskal
 
 from membench.store.placement_classes import FACTORS, class_counts, factor_levels
 from membench.core.text import DASH, percent
@@ -60,6 +58,10 @@ def find_modes(values) -> list[Mode] | None:
         return None
     if np.ptp(values) <= 1e-9 * max(1.0, abs(values.mean())):
         return [Mode(float(values[0]), len(values), float(values.min()), float(values.max()))]
+    # imported here: ~1 s that a study without a cell of MIN_RUNS never pays
+    from scipy.signal import find_peaks
+    from scipy.stats import gaussian_kde
+
     kde = gaussian_kde(values)
     width = float(np.sqrt(kde.covariance[0, 0]))
     grid = np.linspace(values.min() - 3 * width, values.max() + 3 * width, GRID_POINTS)
@@ -99,6 +101,8 @@ def attribute(values: pd.Series, levels: pd.DataFrame) -> list[Attribution]:
     """Every factor that splits the runs into two or more classes (levels:
     the class of each run per factor, as text), the strongest (lowest p)
     first."""
+    from scipy.stats import kruskal  # as in find_modes: only a cell with modes pays for it
+
     v = values.astype(float).to_numpy()
     total = float(((v - v.mean()) ** 2).sum())
     found = []
