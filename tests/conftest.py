@@ -13,7 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from membench.plan import variants  # noqa: E402
+from membench.plan import checks, variants  # noqa: E402
 
 # What a copy of the workflow needs to run somewhere else.
 WORKFLOW_PARTS = ["Snakefile", "workflow", "kernels", "reports", "profiles", "config", "envs"]
@@ -117,6 +117,23 @@ def copy_workflow(dest: Path) -> Path:
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "copy of the workflow"], check=True)
     return dest
+
+
+def seed_binaries(workdir: Path, config: dict, builds: VariantBuilds) -> Path:
+    """The binaries a config's cells need, from the session's builds, where
+    the build rule puts them (bin/SYSTEM/) and newer than their sources:
+    Snakemake finds them up to date and compiles nothing. The bytes are the
+    rule's own (the same command; the build is reproducible), so records
+    name the same binary_sha256. For tests about something else: the
+    build's own tests (test_variant_dag, test_identity_workflow, the module,
+    make run, SLURM) still compile."""
+    _, cells = checks.load(config, REPO / "workflow" / "schemas" / "config.schema.yaml", builds.table)
+    for family, variant in dict.fromkeys((cell.kernel, cell.variant) for cell in cells):
+        target = workdir / "bin" / config["system"] / f"{family}-{variant}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(builds.binary(family, variant), target)
+        target.chmod(0o755)
+    return workdir
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import copy_workflow
+from conftest import copy_workflow, seed_binaries
 
 TINY = {
     "system": "t",
@@ -33,8 +33,8 @@ def last_lines(out: subprocess.CompletedProcess, count: int = 8) -> str:
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory, venv_bin):
-    workdir = copy_workflow(tmp_path_factory.mktemp("failed_steps") / "membench")
+def measured(tmp_path_factory, venv_bin, variant_builds):
+    workdir = seed_binaries(copy_workflow(tmp_path_factory.mktemp("failed_steps") / "membench"), TINY, variant_builds)
     (workdir / "tiny.yaml").write_text(yaml.safe_dump(TINY))
     out = snakemake(workdir, venv_bin)
     assert out.returncode == 0, out.stderr[-3000:]

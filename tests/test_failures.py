@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, copy_make_parts, copy_workflow
+from conftest import REPO, copy_make_parts, copy_workflow, seed_binaries
 from membench.core import disturbance
 from membench.core.atomic_files import read_jsonl
 
@@ -61,9 +61,9 @@ def tail(out: subprocess.CompletedProcess, lines: int = 12) -> str:
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory, venv_bin):
+def measured(tmp_path_factory, venv_bin, variant_builds):
     """One measured tiny study; each test works on a cp -a copy of it."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("failures") / "membench")
+    workdir = seed_binaries(copy_workflow(tmp_path_factory.mktemp("failures") / "membench"), TINY, variant_builds)
     (workdir / "tiny.yaml").write_text(yaml.safe_dump(TINY))
     first = snakemake(workdir, venv_bin)
     assert first.returncode == 0, tail(first, 40)
@@ -100,7 +100,7 @@ def test_measure_again_as_readme_says_measures_the_cell(copy, venv_bin):
     assert report.stat().st_mtime > (copy / "results" / SYSTEM / "runs" / CELL / "r0.jsonl").stat().st_mtime
 
 
-def test_a_disturbed_repetition_is_measured_again_with_the_default_retries(copy, venv_bin):
+def test_a_disturbed_repetition_is_measured_again_with_the_default_retries(copy, venv_bin, variant_builds):
     """The default config's retry path through the real Snakemake and the
     real harness: a busy loop pinned to the measuring thread's CPU disturbs
     every try (about half of the CPU), so the repetition is measured 3
@@ -110,7 +110,7 @@ def test_a_disturbed_repetition_is_measured_again_with_the_default_retries(copy,
     # iterations of 15-40 ms, longer than the scheduler's slices: the spinner is in each
     config = {"system": "d", "repeats": 1, "ntimes": 5,
               "experiments": {"d": {"kernel": "stream", "threads": [1], "affinity": [f"cpus:{cpu}"], "size": ["128MiB"]}}}  # fmt: skip
-    (copy / "retried.yaml").write_text(yaml.safe_dump(config))
+    (seed_binaries(copy, config, variant_builds) / "retried.yaml").write_text(yaml.safe_dump(config))
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
     try:
         out = snakemake(copy, venv_bin, config="retried.yaml")

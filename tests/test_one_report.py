@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, copy_workflow
+from conftest import REPO, copy_workflow, seed_binaries
 from membench.figures.bandwidth import version_order
 from membench.plan import checks, grammar, variants
 
@@ -57,8 +57,8 @@ def copy_of(workdir: Path, dest: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory, venv_bin):
-    workdir = copy_workflow(tmp_path_factory.mktemp("measured"))
+def measured(tmp_path_factory, venv_bin, variant_builds):
+    workdir = seed_binaries(copy_workflow(tmp_path_factory.mktemp("measured")), MINE, variant_builds)
     (workdir / "my.yaml").write_text(yaml.safe_dump(MINE))
     out = subprocess.run([str(venv_bin / "snakemake"), "--cores", "2", "--configfile", "my.yaml"],
                          cwd=workdir, capture_output=True, text=True, timeout=600)  # fmt: skip

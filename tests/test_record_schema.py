@@ -7,8 +7,8 @@ pass collect's checks. Also: the fast Checker agrees with full validation."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jsonschema
@@ -50,7 +50,7 @@ CONFIG = {
 
 
 @pytest.fixture(scope="module")
-def drift_round(tmp_path_factory):
+def drift_round(tmp_path_factory, variant_builds):
     """One round of CONFIG measured three times by the real harnesses: as
     is, with --test-corrupt (failed validation) and with a harness killed
     by a signal (placeholder failed records). -> (cells, table, {outcome: run files})"""
@@ -59,16 +59,10 @@ def drift_round(tmp_path_factory):
     _, cells = config_checks.load(CONFIG, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
     binaries = work / "bin"
     binaries.mkdir()
-    built = sorted({(cell.kernel, cell.variant) for cell in cells})
-
-    def build(kernel_variant):
-        kernel, variant = kernel_variant
-        argv = variants.compile_argv(table, kernel, variant, REPO / "kernels", binaries / f"{kernel}-{variant}")
-        return subprocess.run(argv, capture_output=True, text=True)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for (kernel, variant), result in zip(built, pool.map(build, built)):
-            assert result.returncode == 0, f"{kernel}-{variant}: {result.stderr}"
+    # the session's builds (the build rule's command), each compiled once per run
+    for (kernel, variant), (path, returncode, stderr) in variant_builds.build({(c.kernel, c.variant) for c in cells}).items():
+        assert returncode == 0, f"{kernel}-{variant}: {stderr}"
+        shutil.copy2(path, binaries / f"{kernel}-{variant}")
     topology = work / "topology.json"
     write_probe("/", str(topology), str(work / "environment.json"))
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import copy_workflow
+from conftest import copy_workflow, seed_binaries
 from membench.core.atomic_files import contract_problems, read_jsonl
 
 REPEATS = 6
@@ -46,8 +46,8 @@ def group_alive(pgid: int) -> bool:
         return False
 
 
-def test_sigkill_then_unlock_keeps_every_repetition_written(tmp_path, venv_bin):
-    workdir = copy_workflow(tmp_path / "membench")
+def test_sigkill_then_unlock_keeps_every_repetition_written(tmp_path, venv_bin, variant_builds):
+    workdir = seed_binaries(copy_workflow(tmp_path / "membench"), CONFIG, variant_builds)
     (workdir / "tiny.yaml").write_text(yaml.safe_dump(CONFIG))
     snakemake = str(venv_bin / "snakemake")
     log = open(tmp_path / "first.log", "w")

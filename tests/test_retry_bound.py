@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import copy_make_parts, copy_workflow
+from conftest import copy_make_parts, copy_workflow, seed_binaries
 from membench.core.atomic_files import read_jsonl
 
 SYSTEM = "d"
@@ -43,10 +43,10 @@ def snakemake_argv(venv_bin: Path, *args: str) -> list[str]:
 
 
 @pytest.fixture
-def workdir(tmp_path, venv_bin):
+def workdir(tmp_path, venv_bin, variant_builds):
     """A copy of the workflow with its binary built and its system probed,
     and the Makefile as a user has it."""
-    workdir = copy_workflow(tmp_path / "membench")
+    workdir = seed_binaries(copy_workflow(tmp_path / "membench"), CONFIG, variant_builds)
     copy_make_parts(workdir)
     (workdir / ".venv").symlink_to(venv_bin.parent)
     (workdir / "bound.yaml").write_text(yaml.safe_dump(CONFIG))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, copy_workflow
+from conftest import REPO, copy_workflow, seed_binaries
 from membench.core import layout
 from membench.plan import checks
 from membench.plan import rounds
@@ -35,9 +35,9 @@ TARGET = ["--until", "measure_round"]  # the measurements, not the report
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory, venv_bin):
+def workdir(tmp_path_factory, venv_bin, variant_builds):
     """A copy of the workflow with its binary built and its system probed."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("stop"))
+    workdir = seed_binaries(copy_workflow(tmp_path_factory.mktemp("stop")), CONFIG, variant_builds)
     (workdir / "stop.yaml").write_text(yaml.safe_dump(CONFIG))
     prepare = snakemake_argv(venv_bin, "bin/box/stream-default", "results/box/topology.json")
     out = subprocess.run(prepare, cwd=workdir, capture_output=True, text=True, timeout=300)

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from PIL import Image
 
-from conftest import copy_workflow
+from conftest import copy_workflow, seed_binaries
 from membench.core import disturbance
 from membench.core.atomic_files import contract_problems, read_jsonl
 from membench.plan import families
@@ -69,8 +69,8 @@ def run_files(workdir: Path) -> dict[str, float]:
 
 
 @pytest.fixture(scope="module")
-def workflow(tmp_path_factory, venv_bin):
-    workdir = copy_workflow(tmp_path_factory.mktemp("membench"))
+def workflow(tmp_path_factory, venv_bin, variant_builds):
+    workdir = seed_binaries(copy_workflow(tmp_path_factory.mktemp("membench")), TINY, variant_builds)
     (workdir / "tiny.yaml").write_text(yaml.safe_dump(TINY))
     first = snakemake(workdir, venv_bin)
     return workdir, first
