@@ -47,11 +47,12 @@ test-deps:
 bench-deps:
 	@command -v likwid-bench >/dev/null || { apt-get update && apt-get install -y --no-install-recommends likwid; }
 
-# --no-compile: Python compiles only the modules a run imports, when it first
-# imports them, instead of every installed module up front (20 s here).
+# pip compiles every module up front: with PYTHONDONTWRITEBYTECODE set (as
+# on this project's machines) Python would otherwise compile pandas and
+# matplotlib again in every process (--no-compile made make test 2x slower).
 $(STAMP): requirements.txt requirements-dev.txt requirements.lock
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --no-compile --disable-pip-version-check -r requirements-dev.txt -c requirements.lock
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c requirements.lock
 	@$(BIN)/python -c "import os, time; print(round(time.time() - os.stat('$(VENV)/pyvenv.cfg').st_mtime))" > $(VENV)/.install_seconds
 	touch $@
 
