@@ -16,7 +16,7 @@ RUN_DIR  = $(if $(RESULTS),$(RESULTS),.)
 RUN_ARGS = $(if $(RESULTS),--directory $(call quote,$(RESULTS)) --configfile $(call quote,$(abspath $(CONFIG))),--configfile $(call quote,$(CONFIG)))
 TERMINAL = $(if $(VERBOSE),,2>&1 | $(BIN)/python -u workflow/scripts/terminal_lines.py)
 
-.PHONY: config-exists run findings plan status test bench lint compare bundle reference system-deps test-deps bench-deps clean
+.PHONY: config-exists bytecode run findings plan status test bench lint compare bundle reference system-deps test-deps bench-deps clean
 
 # System packages come from Debian's apt; only what is missing is installed.
 system-deps:
@@ -68,11 +68,16 @@ INSTALL_TIME = $$([ -f $(VENV)/.install_seconds ] && echo --install-seconds $$(c
 # words come through; pipefail keeps Snakemake's exit code.
 run: SHELL := /bin/bash
 run: .SHELLFLAGS := -o pipefail -c
-run: config-exists system-deps $(STAMP)
+run: config-exists system-deps $(STAMP) bytecode
 	@$(BIN)/python workflow/scripts/study_estimate.py --configfile $(call quote,$(CONFIG)) --cores $(CORES) --directory $(call quote,$(RUN_DIR))
 	@env --default-signal=INT,QUIT,TERM $(BIN)/snakemake --cores $(CORES) $(RUN_ARGS) $(TERMINAL); rc=$$?; \
 	  $(BIN)/python workflow/scripts/time_breakdown.py --directory $(call quote,$(RUN_DIR)) $(INSTALL_TIME); exit $$rc
 	@$(BIN)/python workflow/scripts/print_findings.py $(call quote,$(RUN_DIR)/results/summary/findings.json) --report $(call quote,$(abspath $(RUN_DIR)/results/report.html))
+
+# membench's own modules compiled beside their sources (only what changed):
+# with PYTHONDONTWRITEBYTECODE set, every job's Python compiled them again.
+bytecode: $(STAMP)
+	@$(BIN)/python -m compileall -q workflow/scripts > /dev/null
 
 # The findings summary of stored results again (README, "Findings"), then the report's path.
 findings: $(STAMP)
@@ -103,7 +108,7 @@ remeasure-failed: $(STAMP)
 # first, tests/conftest.py LONGEST_FIRST), then the tests marked quiet
 # alone, as they judge real threads quiet or not.
 TEST_WORKERS ?= 2
-test: system-deps test-deps $(STAMP)
+test: system-deps test-deps $(STAMP) bytecode
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not quiet" --durations=15 tests
 	$(BIN)/pytest -q -m quiet --durations=5 tests
 

@@ -109,11 +109,13 @@ def copy_workflow(dest: Path) -> Path:
     for part in WORKFLOW_PARTS:
         src = REPO / part
         if src.is_dir():
-            shutil.copytree(src, dest / part, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(src, dest / part)  # bytecode too (make test compiles it): valid, times kept
         else:
             shutil.copy2(src, dest / part)
     git = ["git", "-C", str(dest), "-c", "user.name=membench-test", "-c", "user.email=test@localhost"]
     subprocess.run([*git, "init", "-q"], check=True)
+    (dest / ".git" / "info").mkdir(exist_ok=True)
+    (dest / ".git" / "info" / "exclude").write_text("__pycache__/\n")
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "copy of the workflow"], check=True)
     return dest
