@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from conftest import copy_workflow
+from conftest import copy_workflow, seed_binaries
 
 CONFIG = {
     "system": "testbox",
@@ -44,8 +44,8 @@ def snakemake(venv_bin, workdir: Path, *args) -> tuple[int, int, str]:
     return sum(c[0] for c in counts), sum(c[1] for c in counts), out
 
 
-def test_only_real_changes_measure_again_and_nothing_stored_is_overwritten(tmp_path, venv_bin):
-    first = copy_workflow(tmp_path / "first")
+def test_only_real_changes_measure_again_and_nothing_stored_is_overwritten(tmp_path, venv_bin, variant_builds):
+    first = seed_binaries(copy_workflow(tmp_path / "first"), CONFIG, variant_builds)  # rebuilt below
     (first / "tiny.yaml").write_text(yaml.safe_dump(CONFIG))
     assert snakemake(venv_bin, first, *MEASURE)[:2] == (6, 0)
     stored = runs(first)
