@@ -127,8 +127,8 @@ def seed_binaries(workdir: Path, config: dict, builds: VariantBuilds) -> Path:
     Snakemake finds them up to date and compiles nothing. The bytes are the
     rule's own (the same command; the build is reproducible), so records
     name the same binary_sha256. For tests about something else: the
-    build's own tests (test_variant_dag, test_identity_workflow, the module,
-    make run, SLURM) still compile."""
+    build's own tests (test_variant_dag, test_identity_workflow's rebuilds,
+    the module, make run, SLURM, a new family) still compile."""
     _, cells = checks.load(config, REPO / "workflow" / "schemas" / "config.schema.yaml", builds.table)
     for family, variant in dict.fromkeys((cell.kernel, cell.variant) for cell in cells):
         target = workdir / "bin" / config["system"] / f"{family}-{variant}"
