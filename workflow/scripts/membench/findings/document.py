@@ -118,7 +118,9 @@ def all_disturbed(cells: pd.DataFrame) -> set[str]:
 
 def quiet(cells: pd.DataFrame) -> dict:
     """Was the machine quiet? The disturbed rule's marks over every ok
-    repetition, and by what; more than QUIET_SHARE marked is not quiet."""
+    repetition, and by what; more than QUIET_SHARE marked is not quiet.
+    Runs beside other busy tasks (the rule cannot see memory) are counted
+    and said, never part of the verdict."""
     ok = int(cells["n_ok"].sum()) if "n_ok" in cells else 0
     marked = int(cells["n_disturbed"].fillna(0).sum()) if "n_disturbed" in cells else 0
     causes: dict[str, int] = {}

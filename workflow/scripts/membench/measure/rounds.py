@@ -181,8 +181,9 @@ def _disturbed_by(records: list[dict]) -> str:
     when none was marked."""
     causes = []
     for record in records or []:
-        if disturbance.verdict(record)[0]:
-            causes += [c for c in disturbance.verdict(record)[1] if c not in causes]
+        disturbed, said = disturbance.verdict(record)
+        if disturbed:
+            causes += [c for c in said if c not in causes]
     return "; ".join(causes)
 
 
