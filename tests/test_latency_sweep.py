@@ -10,6 +10,7 @@ stop well before 8 x the sysfs LLC) or at twice it (a level sysfs hides:
 the sweep must not take the L3 for memory).
 """
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -153,3 +154,14 @@ def test_a_sweep_point_with_no_number_leaves_the_memory_row_standing():
     whole = memory_row(lines, ns)
     assert whole["ns"] == pytest.approx(100, rel=0.03)
     assert memory_row(lines, holed)["ns"] == pytest.approx(whole["ns"], rel=0.03)
+
+
+def test_the_mirror_states_the_c_rule_constants():
+    """membench.plan.latency_sweep reads the rule back for the analysis and
+    the estimate: its constants are the C header's and chase_walk.h's."""
+    header = (FAMILIES / "chase_sweep.h").read_text() + (FAMILIES / "chase_walk.h").read_text()
+    defined = dict(re.findall(r"#define (MB_\w+) ([0-9.]+)", header))
+    mirror = {"MB_SWEEP_FLAT": latency_sweep.FLAT, "MB_SWEEP_HELD": latency_sweep.HELD,
+              "MB_SWEEP_SPAN_OCTAVES": latency_sweep.SPAN_OCTAVES, "MB_SWEEP_REPETITION_S": latency_sweep.REPETITION_S,
+              "MB_CHASE_EXTEND_S": latency_sweep.POINT_S}  # fmt: skip
+    assert {name: float(defined[name]) for name in mirror} == {name: float(value) for name, value in mirror.items()}

@@ -23,8 +23,9 @@
 #define MB_SWEEP_FLAT 0.25         /* plateau cut: membench.analyse.hierarchy.FLAT */
 #define MB_SWEEP_HELD 0.02         /* the trailing run: within 2 % of its median */
 #define MB_SWEEP_SPAN_OCTAVES 2    /* ... over this many doublings of touched lines */
-#define MB_SWEEP_REPETITION_S 30.0 /* op random's points of one run: none started that would
-                                      end past it (the next costs the last x their sizes) */
+#define MB_SWEEP_REPETITION_S 15.0 /* op random's points of one run: none started that would
+                                      end past it (the next costs the last x their sizes);
+                                      docs/latency_sweep.md says why 15 */
 #define MB_SWEEP_MAX_LEVELS 8
 
 /* Why the sweep ended (the record key sweep_end of its last random point). */

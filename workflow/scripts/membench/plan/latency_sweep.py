@@ -18,7 +18,7 @@ import numpy as np
 FLAT = 0.25  # the plateau cut (membench.analyse.hierarchy.FLAT, MB_SWEEP_FLAT)
 HELD = 0.02  # MB_SWEEP_HELD
 SPAN_OCTAVES = 2  # MB_SWEEP_SPAN_OCTAVES
-REPETITION_S = 30.0  # MB_SWEEP_REPETITION_S: no op-random point started after
+REPETITION_S = 15.0  # MB_SWEEP_REPETITION_S: no op-random point started after
 POINT_S = 2.0  # MB_CHASE_EXTEND_S: no walk added to a point after
 # The size auto sweep's reach in touched lines, x the chasing CPU's LLC: a
 # level sysfs hides up to 2 x the LLC, then memory held over two doublings
