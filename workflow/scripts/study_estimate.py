@@ -7,12 +7,12 @@ family with none yet: membench.plan.estimate)."""
 import argparse
 import json
 import os
-import statistics
 import sys
 from pathlib import Path
 
 from membench.core import layout
 from membench.plan import checks, config_limits, estimate, grammar, variants
+from membench.probe import topology
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -28,9 +28,9 @@ def stored_left(cells, results: Path, systems: list[str]) -> dict[str, int]:
     return left
 
 
-def stored_seconds(cells, results: Path, systems: list[str]) -> dict[str, float]:
-    """family -> the median seconds of its stored repetitions (each run
-    file's first start to last end), over every system."""
+def stored_seconds(cells, results: Path, systems: list[str]) -> dict[str, list[float]]:
+    """cell id -> the seconds of its stored repetitions (each run file's
+    first start to last end, a process's start left out), over every system."""
     seconds: dict[str, list[float]] = {}
     for cell in cells:
         for system in systems:
@@ -40,8 +40,20 @@ def stored_seconds(cells, results: Path, systems: list[str]) -> dict[str, float]
                     took = max(r["t_end"] for r in records) - min(r["t_start"] for r in records)
                 except (OSError, ValueError, KeyError, TypeError):
                     continue
-                seconds.setdefault(cell.kernel, []).append(took)
-    return {family: statistics.median(values) for family, values in seconds.items()}
+                seconds.setdefault(cell.id, []).append(took)
+    return seconds
+
+
+def this_host(table: dict, results: Path, systems: list[str]) -> estimate.Host:
+    """The model's host: the topology the run's probe stored for its first
+    system, else this machine's own (read from sysfs, as the probe will)."""
+    stored = results / systems[0] / "topology.json"
+    try:
+        topo = json.loads(stored.read_text())
+        cpus = len(topo.get("cpus") or []) or len(os.sched_getaffinity(0))
+    except (OSError, ValueError):
+        topo, cpus = topology.read_topology(), len(os.sched_getaffinity(0))
+    return estimate.host_from(table, cpus, topology.llc_total_bytes(topo))
 
 
 def main(argv=None) -> int:
@@ -59,9 +71,10 @@ def main(argv=None) -> int:
         return 2
     cores = len(os.sched_getaffinity(0)) if args.cores == "all" else int(args.cores)
     systems = grammar.system_names(config)
-    left = stored_left(cells, Path(args.directory) / "results", systems) if args.left else None
-    measured = stored_seconds(cells, Path(args.directory) / "results", systems) if args.left else None
-    plan = estimate.estimate(cells, cores, left, measured=measured)
+    results = Path(args.directory) / "results"
+    left = stored_left(cells, results, systems) if args.left else None
+    stored = stored_seconds(cells, results, systems) if args.left else None
+    plan = estimate.estimate(cells, cores, this_host(table, results, systems), left, stored=stored)
     heading = (
         f"Still to measure ({', '.join(systems)}), by the model:" if args.left
         else f"make run will measure {args.configfile} on {', '.join(systems)} ({cores} core{'s' * (cores != 1)}):"

@@ -3,47 +3,72 @@ starts (`make run`), and for what is left (`make status`).
 
 The cost of a repetition is not known before it runs (bandwidth, the
 latency sweep's stopping point, disturbed repetitions measured again), so
-the estimate is a model stated as one: seconds per repetition by family, as
-measured for the default config on a quiet 2-CPU guest (issue 41: the
-xeon16 records and this project's machine), scaled for the bandwidth
-families by the cell's bytes against the default's. A busy machine takes
-longer; `make status` gives the pace measured once a round has finished.
+the estimate is a model stated as one. A repetition of a bandwidth family
+is a process that first-touches its arrays, runs `ntimes` iterations of
+its ops over them and checks the result, so its seconds follow the bytes
+it moves (`size: auto` resolved on this host: STREAM's rule makes a VM
+whose sysfs L3 reads 300 MiB move 4.7 x the bytes of one at 32 MiB) at a
+bandwidth that grows with its threads; the chase runs until its stop rule
+holds or its budget is spent; loaded latency touches its load arrays and
+times a window. The constants are fitted to two machines' records (issue
+41): this project's 2-vCPU Xeon guest and the 16-CPU Xeon guest of
+`shared/data/xeon16`; tests/test_run_time.py holds the model to both.
+Once a family has stored repetitions on this machine (`make status`), its
+pace replaces the model's: the model times the median ratio measured/model.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from dataclasses import dataclass
 
-from membench.plan import latency_sweep
+from membench.plan import families, latency_sweep
 from membench.plan.grammar import Cell
 
-# Seconds per repetition of a default cell (size auto), by family: the
-# issue's quiet 2-CPU run spent 96 s of its 266 s of rounds on the 85
-# repetitions of the bandwidth and c2c families (about 1.1 s each). chase:
-# op random until the stop rule holds (at most latency_sweep.REPETITION_S),
-# then op stride over the same working sets; loaded: touching its arrays
-# and a window of at most 3 s (MB_CHASE_WINDOW_S).
-SECONDS_PER_REPETITION = {
-    "stream": 2.0,
-    "readonly": 0.8,
-    "xor": 0.8,
-    "daxpy": 1.0,
-    "mix": 2.0,
-    "chase": 12.0,
-    "loaded": 5.0,
-    "c2c": 0.3,
-}
-DEFAULT_FAMILY_SECONDS = 3.0
-# The size auto a bandwidth family's table cost stands for (STREAM's rule at
-# a 300 MiB LLC: 4 x it).
-REFERENCE_BYTES = 1200 * 2**20
+# Bandwidth of one thread streaming from memory (bytes/s, STREAM counting),
+# and how the aggregate grows with threads (x threads ** SCALING): 15 GB/s
+# and 0.7 put 2 threads at 24 GB/s and 16 at 104 GB/s, as measured (2-vCPU
+# guest 12-15 and 22-28 GB/s; 16-CPU guest 17-19 and 90-133 GB/s triad).
+THREAD_BYTES_PER_S = 15e9
+SCALING = 0.7
+# First touch of 4 KiB pages by one thread (a page fault each: 0.6-1.3 GB/s
+# on both guests), growing as threads ** TOUCH_SCALING (12 GB/s at 16);
+# huge pages fault 512 x fewer times.
+TOUCH_BYTES_PER_S = 1.2e9
+TOUCH_SCALING = 0.8
+HUGE_TOUCH_FACTOR = 4.0
+# A process's start, topology reads, placement and disturbance checks.
+START_SECONDS = 0.5
+# The chase: op random until the stop rule holds (about 6.5 s on the 16-CPU
+# guest, 9 s here; at most latency_sweep.REPETITION_S on a busy machine),
+# then op stride over the same working sets at about 0.4 x its time.
+CHASE_RANDOM_SECONDS = 9.0
+CHASE_STRIDE_SHARE = 0.4
+# Loaded latency: its window (MB_CHASE_WINDOW_S, 3 s) and the chase's cycle
+# built over its working set; the load threads' arrays touched first.
+LOADED_WINDOW_SECONDS = 3.5
+# The hand-off: its samples take milliseconds; the process is the cost.
+HANDOFF_SECONDS = 0.5
+ARRAYS_FLOOR = 256 * 2**20  # STREAM's rule's floor (membench.measure.auto_size)
 # Phases around the rounds: seconds per binary compiled (gcc, one job a
-# core), the probe, collect + analyse + figures + render together.
+# core), the probe, collect + analyse + findings + figures + render.
 COMPILE_SECONDS = 1.5
 PROBE_SECONDS = 3.0
-REPORT_SECONDS = 25.0
+REPORT_SECONDS = 30.0
 INSTALL_SECONDS = 80.0  # pip into a fresh .venv (skipped when it exists)
+
+
+@dataclass(frozen=True)
+class Host:
+    """What the model needs of the machine: CPUs a team of "all" threads
+    gets, the sum of its last-level caches (size auto) and the arrays each
+    family maps (variants.yaml memory)."""
+
+    cpus: int
+    llc_total_bytes: int
+    arrays: dict  # family -> arrays of `size` bytes one process maps
+    load_arrays: dict  # loaded's load op -> arrays per load thread
 
 
 @dataclass(frozen=True)
@@ -58,31 +83,60 @@ class Estimate:
         return sum(self.phases.values())
 
 
-def repetition_seconds(cell: Cell, measured: dict[str, float] | None = None) -> float:
-    """Seconds for one repetition of a cell: the median of this family's
-    stored repetitions on this machine when there are any (`measured`), else
-    the model's."""
-    if measured and cell.kernel in measured:
-        return measured[cell.kernel]
-    base = SECONDS_PER_REPETITION.get(cell.kernel, DEFAULT_FAMILY_SECONDS)
-    if cell.kernel == "chase":
-        return min(base, latency_sweep.REPETITION_S + base / 3)
-    if isinstance(cell.size, int) and cell.kernel in ("stream", "readonly", "xor", "daxpy", "mix"):
-        return max(0.2, base * cell.size / REFERENCE_BYTES)
-    return base
+def host_from(table: dict, cpus: int, llc_total_bytes: int) -> Host:
+    memory = {name: entry.get("memory", {}) for name, entry in table["families"].items()}
+    return Host(cpus, llc_total_bytes, {name: m.get("arrays", 1) for name, m in memory.items()},
+                dict(memory.get("loaded", {}).get("load_arrays", {})))  # fmt: skip
+
+
+def _threads(cell: Cell, host: Host) -> int:
+    wanted = host.cpus if cell.threads == "all" else int(cell.threads)
+    return max(1, min(wanted, host.cpus))
+
+
+def _bytes(cell: Cell, host: Host) -> int:
+    return cell.size if isinstance(cell.size, int) else max(4 * host.llc_total_bytes, ARRAYS_FLOOR)
+
+
+def _touch_seconds(nbytes: float, threads: int, pages: str) -> float:
+    rate = TOUCH_BYTES_PER_S * threads**TOUCH_SCALING * (HUGE_TOUCH_FACTOR if pages not in ("4k", "variant") else 1.0)
+    return nbytes / rate
+
+
+def model_seconds(cell: Cell, host: Host) -> float:
+    """The model's seconds for one repetition of a cell on this host."""
+    traits = families.family(cell.kernel)
+    threads = _threads(cell, host)
+    if traits.metric == families.LATENCY:
+        random = min(CHASE_RANDOM_SECONDS, latency_sweep.REPETITION_S)
+        return START_SECONDS + random * (1 + CHASE_STRIDE_SHARE)
+    if traits.metric == families.LOADED:
+        size = cell.size if isinstance(cell.size, int) else ARRAYS_FLOOR
+        load = host.load_arrays.get(cell.load_op, 3) * size * max(1, threads - 1)
+        return START_SECONDS + _touch_seconds(load + size, threads, cell.pages) + LOADED_WINDOW_SECONDS
+    if traits.metric == families.HANDOFF:
+        return HANDOFF_SECONDS
+    size = _bytes(cell, host)
+    mapped = host.arrays.get(cell.kernel, 1) * size
+    streaming = (cell.ntimes * traits.passes + host.arrays.get(cell.kernel, 1)) * size  # + the check's read
+    return START_SECONDS + _touch_seconds(mapped, threads, cell.pages) + streaming / (THREAD_BYTES_PER_S * threads**SCALING)
 
 
 def estimate(
-    cells: list[Cell], cores: int, left: dict[str, int] | None = None, installed: bool = True, measured: dict[str, float] | None = None
+    cells: list[Cell], cores: int, host: Host, left: dict[str, int] | None = None, installed: bool = True,
+    stored: dict[str, list[float]] | None = None,
 ) -> Estimate:
     """The run's estimate; `left`: cell id -> repetitions still to measure
-    (None: every repetition, as before a first run); `measured`: family ->
-    seconds per repetition stored on this machine, which replace the model's."""
+    (None: every repetition, as before a first run); `stored`: cell id ->
+    the seconds of its repetitions stored on this machine, which set the
+    pace of their family (measured / model) for what is left."""
+    pace = family_pace(cells, host, stored or {})
     experiments: dict[str, tuple[int, int, float]] = {}
     for cell in cells:
         reps = cell.repeats if left is None else left.get(cell.id, 0)
         n_cells, n_reps, seconds = experiments.get(cell.experiment, (0, 0, 0.0))
-        experiments[cell.experiment] = (n_cells + 1, n_reps + reps, seconds + reps * repetition_seconds(cell, measured))
+        each = model_seconds(cell, host) * pace.get(cell.kernel, 1.0)
+        experiments[cell.experiment] = (n_cells + 1, n_reps + reps, seconds + reps * each)
     binaries = len(Counter((c.kernel, c.variant) for c in cells))
     rounds = sum(seconds for _, _, seconds in experiments.values())
     phases = {
@@ -93,10 +147,20 @@ def estimate(
         "report": REPORT_SECONDS,
     }
     basis = (
-        f"seconds per repetition as stored on this machine for {', '.join(sorted(measured))}, the model's for the rest"
-        if measured else "a model, not a measurement (membench.plan.estimate): a busy machine takes longer"
+        f"the model at the pace stored on this machine for {', '.join(sorted(pace))}"
+        if pace else "a model of this host's CPUs and caches, not a measurement (membench.plan.estimate): a busy machine takes longer"
     ) + "; disturbed repetitions measured again add to it"
     return Estimate(experiments, binaries, phases, basis)
+
+
+def family_pace(cells: list[Cell], host: Host, stored: dict[str, list[float]]) -> dict[str, float]:
+    """family -> the median over its stored repetitions of measured / model
+    seconds: how much faster or slower this machine runs it than the model."""
+    ratios: dict[str, list[float]] = {}
+    for cell in cells:
+        for seconds in stored.get(cell.id, []):
+            ratios.setdefault(cell.kernel, []).append(seconds / model_seconds(cell, host))
+    return {family: statistics.median(values) for family, values in ratios.items()}
 
 
 def duration(seconds: float) -> str:

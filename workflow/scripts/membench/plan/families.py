@@ -48,6 +48,10 @@ class Family:
     auto_size: str = ARRAYS
     # the question its experiments answer (membench.findings.answers.QUESTIONS)
     paper: str = ""
+    # the estimate's model (membench.plan.estimate): a bandwidth family's
+    # passes over one array per iteration of all its ops, reads and writes
+    # as STREAM counts them (kernels/families/kernel_table.c)
+    passes: int = 0
 
     @property
     def bandwidth(self) -> bool:
@@ -58,12 +62,12 @@ _CHASE = ("chase_group", "chase_spacing")
 # The report's axis lists show threads and affinity for every family but mix
 # and c2c (as before the table; for mix a gap rather than a reason).
 FAMILIES = {
-    "stream": Family(BANDWIDTH, knobs=("threads", "affinity", "prefetch_distance"), paper="colfax"),
+    "stream": Family(BANDWIDTH, knobs=("threads", "affinity", "prefetch_distance"), paper="colfax", passes=10),
     "readonly": Family(BANDWIDTH, knobs=("threads", "affinity", "prefetch_distance"), figures=("ladder",),
-                       paper="mccalpin"),
-    "xor": Family(BANDWIDTH, paper="sun"),
-    "daxpy": Family(BANDWIDTH, paper="ornl"),
-    "mix": Family(BANDWIDTH, knobs=(), paper="mlc"),
+                       paper="mccalpin", passes=1),
+    "xor": Family(BANDWIDTH, paper="sun", passes=2),
+    "daxpy": Family(BANDWIDTH, paper="ornl", passes=3),
+    "mix": Family(BANDWIDTH, knobs=(), paper="mlc", passes=13),
     "chase": Family(LATENCY, knobs=("threads", "affinity", "sweep_from", "points_per_octave", *_CHASE),
                     latency_op="random", min_threads=1, max_threads=1, figures=("latency",), paper="aws-latency",
                     auto_size=REACH),
