@@ -92,7 +92,7 @@ def stream_binary(variant_builds) -> Path:
 
 
 # What `make` reads besides the workflow: its targets and the pins.
-MAKE_PARTS = ["Makefile", "requirements.txt", "requirements-dev.txt", "requirements.lock"]
+MAKE_PARTS = ["Makefile", "requirements.txt", "requirements-dev.txt", "requirements-install.txt", "requirements.lock"]
 
 
 def copy_make_parts(dest: Path) -> Path:

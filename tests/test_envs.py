@@ -26,7 +26,7 @@ def test_python_env_mirrors_requirements(repo):
 
 def test_every_pin_matches_the_lock(repo):
     lock = pins(repo / "requirements.lock")
-    for req in ("requirements.txt", "requirements-dev.txt"):
+    for req in ("requirements.txt", "requirements-dev.txt", "requirements-install.txt"):
         for name, version in pins(repo / req).items():
             assert lock.get(name) == version, f"{req}: {name}=={version}, lock has {lock.get(name)}"
 
