@@ -56,7 +56,7 @@ ARRAYS_FLOOR = 256 * 2**20  # STREAM's rule's floor (membench.measure.auto_size)
 COMPILE_SECONDS = 1.5
 PROBE_SECONDS = 3.0
 REPORT_SECONDS = 30.0
-INSTALL_SECONDS = 80.0  # pip into a fresh .venv (skipped when it exists)
+INSTALL_SECONDS = 40.0  # uv into a fresh .venv, modules compiled (skipped when it exists)
 
 
 @dataclass(frozen=True)
