@@ -157,7 +157,7 @@ def test_make_status_estimate_takes_the_pace_stored_on_this_machine(tmp_path):
     assert stored == {chase[0].id: [60.0]}
     left = study_estimate.stored_left(cells, tmp_path / "results", ["box"])
     plan = estimate.estimate(cells, 2, TWO_CPU, left=left, stored=stored)
-    assert plan.experiments["latency"][:2] == (2, 5) and plan.experiments["latency"][2] == pytest.approx(5 * 60.0)
+    assert plan.experiments["latency"][:2] == (2, 5) and plan.experiments["latency"][2] == pytest.approx(5 * (60.0 + estimate.START_SECONDS))
     assert "pace stored on this machine for chase" in plan.basis
     model = estimate.estimate(cells, 2, TWO_CPU, left=left)
     assert model.experiments["stream_affinity"] == plan.experiments["stream_affinity"]

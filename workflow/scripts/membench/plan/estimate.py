@@ -155,11 +155,12 @@ def estimate(
 
 def family_pace(cells: list[Cell], host: Host, stored: dict[str, list[float]]) -> dict[str, float]:
     """family -> the median over its stored repetitions of measured / model
-    seconds: how much faster or slower this machine runs it than the model."""
+    seconds: how much faster or slower this machine runs it than the model
+    (a stored span leaves out the process's start: added back)."""
     ratios: dict[str, list[float]] = {}
     for cell in cells:
         for seconds in stored.get(cell.id, []):
-            ratios.setdefault(cell.kernel, []).append(seconds / model_seconds(cell, host))
+            ratios.setdefault(cell.kernel, []).append((seconds + START_SECONDS) / model_seconds(cell, host))
     return {family: statistics.median(values) for family, values in ratios.items()}
 
 
