@@ -154,3 +154,26 @@ const mb_kernel_t mb_kernel_table[] = {
      .description = "dependent loads of lines the other CPU just wrote (modified: MLC's HITM)"},
 };
 const size_t mb_kernel_count = sizeof mb_kernel_table / sizeof mb_kernel_table[0];
+
+/* Set by the build (kernels/families/variants.yaml): which family and
+ * variant this binary is, and the variant's own flags.  The harness is
+ * compiled once for every variant: this file, compiled with each variant's
+ * flags, tells it (mb_build, types.h). */
+#ifndef MB_FAMILY
+#define MB_FAMILY "stream"
+#endif
+#ifndef MB_VARIANT
+#define MB_VARIANT "default"
+#endif
+#ifndef MB_CFLAGS
+#define MB_CFLAGS "unknown"
+#endif
+
+const mb_build_t mb_build = {
+    .family = MB_FAMILY,
+    .variant = MB_VARIANT,
+    .cflags = MB_CFLAGS,
+    .software_prefetch = MB_SWPF,
+    .prefetch_distance = MB_PF_DIST,
+    .prefetch_distance_text = MB_STR(MB_PF_DIST),
+};

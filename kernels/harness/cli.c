@@ -12,7 +12,6 @@
 
 #include "cli.h"
 #include "table.h"
-#include "variant.h"
 
 const char *g_prog = "membench";
 const mb_family_t *g_family;
@@ -366,8 +365,8 @@ void parse_options(int argc, char **argv, options_t *o)
     o->init_parallel = 1;
     o->init_str = "parallel";
     o->ntimes = 10;
-    o->variant = MB_VARIANT;
-    o->prefetch_distance = MB_PF_DIST;
+    o->variant = mb_build.variant;
+    o->prefetch_distance = mb_build.prefetch_distance;
     parse_ops("all", o);
     parse_args(argc, argv, o);
 }

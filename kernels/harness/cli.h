@@ -11,18 +11,6 @@
 #include "types.h"
 #include "placement.h"
 
-/* Set by the build (kernels/variants.yaml): which family and variant this
- * binary is, and the variant's own flags (recorded). */
-#ifndef MB_FAMILY
-#define MB_FAMILY "stream"
-#endif
-#ifndef MB_VARIANT
-#define MB_VARIANT "default"
-#endif
-#ifndef MB_CFLAGS
-#define MB_CFLAGS "unknown"
-#endif
-
 #define MB_HARNESS_VERSION "1"
 #define MB_MAX_OPS 32
 #define MB_USAGE_EXIT 2
@@ -48,7 +36,7 @@ typedef struct options {
     const char *system;         /* NULL until main sets the short host name */
     const char *variant;
     int test_corrupt;
-    size_t prefetch_distance;   /* bytes; MB_PF_DIST unless --prefetch-distance */
+    size_t prefetch_distance;   /* bytes; the built-in (mb_build) unless --prefetch-distance */
     int prefetch_distance_set;
     int threads_set;            /* --threads given */
     long long famopt[MB_MAX_FAMOPTS]; /* the family's own options (run families) */
@@ -67,7 +55,8 @@ typedef struct mb_opt {
     const char *name;       /* --NAME */
     const char *metavar;    /* NULL: a flag, no value */
     const char *type;       /* int | bytes | choice | list | string | flag */
-    const char *def;        /* the default as text; NULL: none or computed (help says) */
+    const char *def;        /* the default as text; NULL: none, computed (help says) or
+                             * the binary's (options.c) */
     long long min, max;     /* range of int and bytes values; min > max: none */
     const char *choices;    /* the accepted words, comma separated; NULL: none */
     const char *help;

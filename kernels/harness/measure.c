@@ -12,11 +12,15 @@
  * Exit codes: 0 all ok, 1 failed (validation or unexpected error), 2 usage
  * error (no record), 3 skipped (cell cannot run on this host).
  *
- * Build: every source of kernels/families/variants.yaml `common.sources`,
- * e.g.
- *   gcc -std=gnu11 -O3 -march=native -fopenmp -Wall -Wextra
+ * Build (membench.plan.variants): the harness, kernels/families/variants.yaml
+ * `common.harness`, once per toolchain into one archive, at -O2 and with no
+ * variant's flags; then each binary, its family's files and the kernel
+ * table (which defines mb_build: the family and variant) with the
+ * variant's flags, linked with that archive, e.g.
+ *   gcc -std=gnu11 -fopenmp -Wall -Wextra -O3 -march=native
  *       -DMB_FAMILY='"stream"' -DMB_VARIANT='"default"' -DMB_CFLAGS='"..."'
- *       kernels/harness/measure.c kernels/harness/cli.c ... -lm -o OUT
+ *       kernels/families/kernel_table.c kernels/families/stream.c
+ *       bin/SYSTEM/harness/libmbharness.a -lm -lpthread -o OUT
  */
 #define _GNU_SOURCE
 #include <omp.h>
@@ -31,7 +35,6 @@
 #include "placement.h"
 #include "record.h"
 #include "table.h"
-#include "variant.h"
 #include "timing.h"
 
 /* Feasibility before anything is mapped: the CPUs of the affinity plan (a
@@ -325,7 +328,7 @@ static void measure(const options_t *o, run_t *r, mb_mapping_t *maps, mb_arrays_
  * family is not linked in. */
 static void require_family(int argc, char **argv)
 {
-    g_family = mb_find_family(MB_FAMILY);
+    g_family = mb_find_family(mb_build.family);
     if (g_family && (g_family->run || (g_family->init && g_family->validate)))
         return;
     for (int i = 1; i < argc; i++)
@@ -334,7 +337,7 @@ static void require_family(int argc, char **argv)
             exit(0);
         }
     fprintf(stderr, "%s: kernel family '%s' is not linked into this binary "
-                    "(build with kernels/%s.c)\n", g_prog, MB_FAMILY, MB_FAMILY);
+                    "(build with kernels/%s.c)\n", g_prog, mb_build.family, mb_build.family);
     exit(MB_FAILED);
 }
 

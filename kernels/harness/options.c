@@ -13,12 +13,10 @@
 #include "cli.h"
 #include "json.h"
 #include "table.h"
-#include "variant.h"
 
-#define MB_STR_(x) #x
-#define MB_STR(x) MB_STR_(x)
-
-/* Order = enum mb_opt_id (cli.h).  min > max: no numeric range. */
+/* Order = enum mb_opt_id (cli.h).  min > max: no numeric range.  The
+ * defaults of --variant and --prefetch-distance are the binary's, not the
+ * harness's (it is compiled once for every variant): option_default. */
 const mb_opt_t mb_harness_options[MB_O_COUNT] = {
     [MB_O_OP] = {"op", "LIST", "list", "all", 1, 0, NULL,
                  "comma list of the family's ops, or all"},
@@ -44,8 +42,8 @@ const mb_opt_t mb_harness_options[MB_O_COUNT] = {
     [MB_O_REPEAT] = {"repeat", "R", "int", "0", 1, 0, NULL, "integer, recorded only"},
     [MB_O_SYSTEM] = {"system", "NAME", "string", NULL, 1, 0, NULL,
                      "recorded (default: the short host name)"},
-    [MB_O_VARIANT] = {"variant", "NAME", "string", MB_VARIANT, 1, 0, NULL, "recorded"},
-    [MB_O_PFDIST] = {"prefetch-distance", "BYTES", "int", MB_STR(MB_PF_DIST), 0, 1LL << 30, NULL,
+    [MB_O_VARIANT] = {"variant", "NAME", "string", NULL, 1, 0, NULL, "recorded"},
+    [MB_O_PFDIST] = {"prefetch-distance", "BYTES", "int", NULL, 0, 1LL << 30, NULL,
                      "software-prefetch distance, bytes ahead of the loads (variants with "
                      "software prefetch; ignored by the others)"},
     [MB_O_CORRUPT] = {"test-corrupt", NULL, "flag", NULL, 1, 0, NULL,
@@ -55,6 +53,17 @@ const mb_opt_t mb_harness_options[MB_O_COUNT] = {
                            "print the harness's and the family's options as JSON and exit"},
     [MB_O_HELP] = {"help", NULL, "flag", NULL, 1, 0, NULL, "print this text and exit"},
 };
+
+/* The default of harness option id as text; NULL: none or computed (help
+ * says). */
+static const char *option_default(int id)
+{
+    if (id == MB_O_VARIANT)
+        return mb_build.variant;
+    if (id == MB_O_PFDIST)
+        return mb_build.prefetch_distance_text;
+    return mb_harness_options[id].def;
+}
 
 static void open_obj(jbuf_t *b, int first)
 {
@@ -74,7 +83,7 @@ void mb_print_options(FILE *f, const mb_family_t *fam)
     jb_raw(&b, "{");
     kv_int(&b, "schema", 1);
     kv_str(&b, "family", fam->name);
-    kv_str(&b, "variant", MB_VARIANT);
+    kv_str(&b, "variant", mb_build.variant);
     kv_str(&b, "harness_version", MB_HARNESS_VERSION);
     kv_int(&b, "usage_exit", MB_USAGE_EXIT);
     jb_key(&b, "ops");
@@ -108,7 +117,7 @@ void mb_print_options(FILE *f, const mb_family_t *fam)
         kv_str(&b, "flag", flag);
         kv_str(&b, "type", o->type);
         kv_str(&b, "metavar", o->metavar);
-        kv_str(&b, "default", o->def);
+        kv_str(&b, "default", option_default(i));
         if (i == MB_O_SIZE) {
             kv_int(&b, "min", (long long)fam->elem_size); /* one element */
             kv_int(&b, "max", o->max);
@@ -226,11 +235,12 @@ static void harness_row_text(char *buf, size_t len, int id, const mb_family_t *f
         for (const char *c = o->choices; *c; c++)
             cat(buf, len, *c == ',' ? " | " : "%c", *c);
     }
-    if (o->def)
-        cat(buf, len, " (default %s)", o->def);
+    const char *def = option_default(id);
+    if (def)
+        cat(buf, len, " (default %s)", def);
     if (id == MB_O_PFDIST)
         cat(buf, len, "; this variant: %s",
-            MB_SWPF ? "prefetches" : "no software prefetch, ignored");
+            mb_build.software_prefetch ? "prefetches" : "no software prefetch, ignored");
 }
 
 /* The family's ops, one line each, under --op. */
@@ -281,7 +291,7 @@ void mb_print_help(FILE *f, const char *prog, const mb_family_t *fam)
     fprintf(f, "usage: %s [options]\n"
                "membench harness for kernel family '%s', variant '%s' (harness %s)\n"
                "Writes one JSON record per op per line to stdout; human text to stderr.\n\n",
-            prog, fam->name, MB_VARIANT, MB_HARNESS_VERSION);
+            prog, fam->name, mb_build.variant, MB_HARNESS_VERSION);
     for (int id = 0; id < MB_O_COUNT; id++) {
         const mb_opt_t *o = &mb_harness_options[id];
         char text[1024];

@@ -15,7 +15,6 @@
 #include "json.h"
 #include "record.h"
 #include "table.h"
-#include "variant.h"
 #include "timing.h"
 
 #define MB_SCHEMA 3
@@ -28,7 +27,7 @@ static void kv_provenance(jbuf_t *b, const run_t *r)
     kv_str(b, "host", r->host);
     kv_int(b, "pid", (long long)getpid());
     kv_str(b, "compiler", __VERSION__);
-    kv_str(b, "cflags", MB_CFLAGS);
+    kv_str(b, "cflags", mb_build.cflags);
     kv_str(b, "harness_version", MB_HARNESS_VERSION);
     mb_arch_keys(b);
     kv_str(b, "omp_proc_bind", getenv("OMP_PROC_BIND"));
@@ -212,7 +211,7 @@ void emit_record(const options_t *o, const run_t *r, int i)
     kv_int(&b, "bytes_written_per_iter", mb_kernel_write_bytes(k, g_family->elem_size, o->elements));
     kv_bool(&b, "nontemporal", k->nontemporal);
     /* the distance the kernel used; null when it has no software prefetch */
-    if (MB_SWPF)
+    if (mb_build.software_prefetch)
         kv_int(&b, "prefetch_distance", (long long)o->prefetch_distance);
     else
         kv_null(&b, "prefetch_distance");
@@ -343,7 +342,7 @@ void human_summary(const options_t *o, const run_t *r)
     fprintf(f, "Each op ran %d times; statistics over iterations 2..%d\n", o->ntimes, o->ntimes);
     fprintf(f, "Threads %d, affinity %s, policy %s, pages %s, init %s\n", r->threads,
             o->affinity_str, o->policy_str, o->pages_str, o->init_str);
-    if (MB_SWPF)
+    if (mb_build.software_prefetch)
         fprintf(f, "Software prefetch %zu bytes ahead%s\n", o->prefetch_distance,
                 o->prefetch_distance_set ? " (--prefetch-distance)" : " (built-in)");
     else if (o->prefetch_distance_set)

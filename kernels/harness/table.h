@@ -16,6 +16,8 @@ extern const mb_kernel_t mb_kernel_table[];
 extern const size_t mb_kernel_count;
 extern const mb_family_t mb_family_table[];
 extern const size_t mb_family_count;
+/* This binary's family and variant (mb_build_t, types.h). */
+extern const mb_build_t mb_build;
 
 const mb_family_t *mb_find_family(const char *name);
 const mb_kernel_t *mb_find_kernel(const char *family, const char *op);

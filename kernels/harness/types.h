@@ -96,6 +96,20 @@ static inline long long mb_kernel_read_bytes(const mb_kernel_t *k, size_t elem_s
     return mb_kernel_bytes(k, elem_size, n, 1) - mb_kernel_write_bytes(k, elem_size, n);
 }
 
+/* What one binary is: its family and variant, and what the harness reports
+ * of the variant's build.  Defined by kernels/families/kernel_table.c, the
+ * one file of the table compiled with the variant's flags; the harness is
+ * compiled once for every variant and reads the variant here, never from
+ * the variant macros (variant.h). */
+typedef struct mb_build {
+    const char *family;     /* MB_FAMILY: the family this binary runs */
+    const char *variant;    /* MB_VARIANT: recorded, --variant's default */
+    const char *cflags;     /* MB_CFLAGS: the variant's own flags, recorded */
+    int software_prefetch;  /* MB_SWPF: 1 = its kernels prefetch */
+    size_t prefetch_distance;           /* MB_PF_DIST: built-in, in bytes */
+    const char *prefetch_distance_text; /* the same as written: --help's default */
+} mb_build_t;
+
 /* Per-family hooks and metadata. */
 typedef struct mb_family {
     const char *name;

@@ -6,11 +6,19 @@
 #ifndef MEMBENCH_VARIANT_H
 #define MEMBENCH_VARIANT_H
 
+/* Set for the harness's own files (variants.yaml common.harness): here it
+ * would see every macro at its default, whichever variant it is linked into. */
+#ifdef MB_HARNESS
+#error "the harness is built once for every variant: read mb_build (table.h), not variant.h"
+#endif
+
 /*
  * Variant macros.  A variant is one entry of kernels/families/variants.yaml; its
- * cflags set these (-DMB_VBITS=512 ...), and every source file of the binary
- * (kernel table, harness, family files) sees the same values, so the table
- * row, the record and the kernel code agree by construction.
+ * cflags set these (-DMB_VBITS=512 ...), and every file compiled with them
+ * (the kernel table and the family's files) sees the same values, so the
+ * table row and the kernel code agree by construction.  The harness is
+ * compiled once for every variant: it reads what it records of them from
+ * mb_build (table.h, defined by the kernel table), never from here.
  *
  *   MB_VBITS      explicit vector width of the family's hand-vectorised
  *                 kernels: 64 (scalar double), 128 (SSE2), 256 (AVX2),
