@@ -90,7 +90,8 @@ def install_tool() -> str | None:
 def build_membench(outdir: Path) -> Path:
     table = variants.load_variants(KERNELS / "families" / "variants.yaml")
     out = outdir / "c2c-default"
-    proc = subprocess.run(variants.compile_argv(table, "c2c", "default", KERNELS, out), capture_output=True, text=True)
+    commands = variants.standalone_commands(table, "c2c", "default", KERNELS, out)
+    proc = subprocess.run(variants.command_line(commands), shell=True, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"build of membench c2c-default failed:\n{proc.stderr}")
     return out

@@ -70,8 +70,8 @@ def build(table, pairs, outdir):
     def one(fv):
         family, variant = fv
         out = outdir / f"{family}-{variant}"
-        proc = subprocess.run(variants.compile_argv(table, family, variant, KERNELS, out),
-                              capture_output=True, text=True)
+        commands = variants.standalone_commands(table, family, variant, KERNELS, out)
+        proc = subprocess.run(variants.command_line(commands), shell=True, capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"build of {family}-{variant} failed:\n{proc.stderr}")
         return fv, out

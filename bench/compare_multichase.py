@@ -97,7 +97,8 @@ def pinned(cpu, nice):
 def build_membench(outdir: Path) -> Path:
     table = variants.load_variants(KERNELS / "families" / "variants.yaml")
     out = outdir / "chase-default"
-    proc = subprocess.run(variants.compile_argv(table, "chase", "default", KERNELS, out), capture_output=True, text=True)
+    commands = variants.standalone_commands(table, "chase", "default", KERNELS, out)
+    proc = subprocess.run(variants.command_line(commands), shell=True, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"build of membench chase-default failed:\n{proc.stderr}")
     return out

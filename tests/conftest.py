@@ -13,6 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
+from membench.core import layout  # noqa: E402
 from membench.plan import checks, variants  # noqa: E402
 
 # What a copy of the workflow needs to run somewhere else.
@@ -31,14 +32,29 @@ def venv_bin() -> Path:
     return Path(sys.executable).parent
 
 
+def built_once(target: Path, commands: list[list[str]]) -> tuple[int, str]:
+    """(exit code, stderr) of the commands that build target, run by the
+    first caller only: the others, other xdist workers too, wait on one lock
+    file beside the target and read the outcome it left (written last: the
+    build is whole)."""
+    outcome = target.with_name(target.name + ".outcome.json")
+    with open(target.with_name(target.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not outcome.is_file():
+            proc = subprocess.run(variants.command_line(commands), shell=True, capture_output=True, text=True)
+            outcome.with_suffix(".part").write_text(json.dumps([proc.returncode, proc.stderr]))
+            outcome.with_suffix(".part").rename(outcome)
+        return tuple(json.loads(outcome.read_text()))
+
+
 class VariantBuilds:
     """Binaries of kernels/families/variants.yaml, each (family, variant)
-    built at most once per test run, with exactly the build rule's command
-    (membench.plan.variants.compile_argv); what is asked together is built
-    in parallel. Every test file takes its binaries from here, so a whole
-    run compiles each variant once: the folder is shared by the xdist
-    workers, and one lock file per binary makes the second worker wait for the
-    first one's build instead of compiling it again."""
+    built at most once per test run, with exactly the build rules' commands
+    (membench.plan.variants.harness_commands, compile_argv): the harness
+    archive once per toolchain, then each binary linking it; what is asked
+    together is built in parallel. Every test file takes its binaries from
+    here, so a whole run compiles the harness once and each variant once:
+    the folder is shared by the xdist workers (built_once)."""
 
     def __init__(self, folder: Path):
         self.folder = folder
@@ -46,25 +62,29 @@ class VariantBuilds:
         self.built: dict[tuple[str, str], tuple[Path, int, str]] = {}
         self.lock = threading.Lock()
 
+    def harness(self, arch: str | None = None) -> Path:
+        """The harness archive of arch's toolchain (default this machine's),
+        where the build rule puts it beside binaries; it must build cleanly."""
+        archive = Path(layout.harness_archive(str(self.folder / (arch or variants.host_arch()))))
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        commands = variants.harness_commands(self.table, REPO / "kernels", archive, arch)
+        returncode, stderr = built_once(archive, commands)
+        assert returncode == 0 and stderr == "", f"the harness ({arch or 'native'}) did not build cleanly:\n{stderr}"
+        return archive
+
     def _compile(self, pair: tuple[str, str]) -> tuple[tuple[str, str], tuple[Path, int, str]]:
         family, variant = pair
         binary = self.folder / f"{family}-{variant}"
-        outcome = binary.with_name(binary.name + ".outcome.json")  # written last: the build is whole
-        with open(binary.with_name(binary.name + ".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not outcome.is_file():
-                proc = subprocess.run(variants.compile_argv(self.table, family, variant, REPO / "kernels", binary),
-                                      capture_output=True, text=True)  # fmt: skip
-                outcome.with_suffix(".part").write_text(json.dumps([proc.returncode, proc.stderr]))
-                outcome.with_suffix(".part").rename(outcome)
-            returncode, stderr = json.loads(outcome.read_text())
-        return pair, (binary, returncode, stderr)
+        argv = variants.compile_argv(self.table, family, variant, REPO / "kernels", binary, harness=self.harness())
+        return pair, (binary, *built_once(binary, [argv]))
 
     def build(self, pairs) -> dict[tuple[str, str], tuple[Path, int, str]]:
         """(family, variant) -> (binary, compiler exit code, compiler stderr)."""
         pairs = list(pairs)
         with self.lock:
             missing = [pair for pair in dict.fromkeys(pairs) if pair not in self.built]
+            if missing:
+                self.harness()  # once, before the binaries that link it
             with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
                 self.built.update(pool.map(self._compile, missing))
             return {pair: self.built[pair] for pair in pairs}
@@ -123,13 +143,17 @@ def copy_workflow(dest: Path) -> Path:
 
 def seed_binaries(workdir: Path, config: dict, builds: VariantBuilds) -> Path:
     """The binaries a config's cells need, from the session's builds, where
-    the build rule puts them (bin/SYSTEM/) and newer than their sources:
-    Snakemake finds them up to date and compiles nothing. The bytes are the
-    rule's own (the same command; the build is reproducible), so records
-    name the same binary_sha256. For tests about something else: the
-    build's own tests (test_variant_dag, test_identity_workflow's rebuilds,
-    the module, make run, SLURM, a new family) still compile."""
+    the build rules put them (bin/SYSTEM/, the harness archive they link
+    first, so no older than it) and newer than their sources: Snakemake
+    finds them up to date and compiles nothing. The bytes are the rules'
+    own (the same commands; the build is reproducible), so records name the
+    same binary_sha256. For tests about something else: the build's own
+    tests (test_variant_dag, test_identity_workflow's rebuilds, the module,
+    make run, SLURM, a new family) still compile."""
     _, cells = checks.load(config, REPO / "workflow" / "schemas" / "config.schema.yaml", builds.table)
+    archive = workdir / layout.harness_archive(f"bin/{config['system']}")
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(builds.harness(), archive)
     for family, variant in dict.fromkeys((cell.kernel, cell.variant) for cell in cells):
         target = workdir / "bin" / config["system"] / f"{family}-{variant}"
         target.parent.mkdir(parents=True, exist_ok=True)

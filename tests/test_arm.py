@@ -1,7 +1,8 @@
 """membench on aarch64, checked from x86: a representative set of variants
 (every family; NEON and SVE-256) cross-built with the pipeline's own command
-for aarch64 (membench.plan.variants.compile_argv, arch="aarch64": the cross
-compiler and arch flags of variants.yaml's toolchains), run under
+for aarch64 (membench.plan.variants.harness_commands and compile_argv,
+arch="aarch64": the cross compiler, archiver and arch flags of
+variants.yaml's toolchains; the harness archived once), run under
 qemu-aarch64 (user-mode emulation: correctness, features, records, never
 numbers), and disassembled (what ran is what the variant declares).
 
@@ -50,14 +51,20 @@ SVE256, SVE128, NO_SVE = "max,sve256=on", "max,sve128=on", "cortex-a72"
 
 
 @pytest.fixture(scope="session")
-def arm_binaries(tmp_path_factory):
+def arm_harness(variant_builds) -> Path:
+    """The harness archive of the aarch64 cross toolchain, built once."""
+    return variant_builds.harness("aarch64")
+
+
+@pytest.fixture(scope="session")
+def arm_binaries(tmp_path_factory, arm_harness):
     """(family, variant) -> (path, returncode, compiler stderr)."""
     out = tmp_path_factory.mktemp("arm")
 
     def build(fv):
         family, variant = fv
         path = out / f"{family}-{variant}"
-        argv = variants.compile_argv(TABLE, family, variant, KERNELS, path, arch="aarch64")
+        argv = variants.compile_argv(TABLE, family, variant, KERNELS, path, harness=arm_harness, arch="aarch64")
         proc = subprocess.run(argv, capture_output=True, text=True)
         return fv, (path, proc.returncode, proc.stderr)
 
@@ -81,9 +88,12 @@ def qemu(path, *args, cpu=SVE256, env=None, timeout=240):
 
 
 def test_cross_build_uses_the_toolchains_table():
-    argv = variants.compile_argv(TABLE, "stream", "default", KERNELS, Path("x"), arch="aarch64")
+    argv = variants.compile_argv(TABLE, "stream", "default", KERNELS, Path("x"), harness=Path("h.a"), arch="aarch64")
     assert argv[0] == "aarch64-linux-gnu-gcc" and "-march=armv8-a" in argv and "-march=native" not in argv
     assert "{arch}" not in " ".join(argv)
+    *compiles, archive, _ = variants.harness_commands(TABLE, KERNELS, Path("h.a"), arch="aarch64")[1:]
+    assert all(argv[0] == "aarch64-linux-gnu-gcc" and "-march=armv8-a" in argv for argv in compiles)
+    assert archive[0] == "aarch64-linux-gnu-gcc-ar"
     # a variant of another architecture builds as plain C that skips every op
     foreign = variants.compile_flags(TABLE, "stream", "nt-avx512", arch="aarch64")
     assert '-DMB_FOREIGN_FEATURE="avx512f"' in foreign and "-DMB_VBITS=512" not in foreign
@@ -103,14 +113,14 @@ FULL_SET = os.environ.get("MEMBENCH_ARM_ALL") == "1"
 
 
 @pytest.mark.skipif(not FULL_SET, reason="the full aarch64 variant set: set MEMBENCH_ARM_ALL=1 (about a minute)")
-def test_every_aarch64_variant_cross_builds_and_validates(tmp_path):
+def test_every_aarch64_variant_cross_builds_and_validates(tmp_path, arm_harness):
     every = [(f, v) for f in TABLE["families"] for v in variants.variant_names(TABLE, f, "aarch64")]
     assert len(every) >= 40 and set(ARM_SET) <= set(every)
 
     def build_and_run(fv):
         family, variant = fv
         path = tmp_path / f"{family}-{variant}"
-        argv = variants.compile_argv(TABLE, family, variant, KERNELS, path, arch="aarch64")
+        argv = variants.compile_argv(TABLE, family, variant, KERNELS, path, harness=arm_harness, arch="aarch64")
         proc = subprocess.run(argv, capture_output=True, text=True)
         if proc.returncode or proc.stderr:
             return fv, f"did not cross-build cleanly: {proc.stderr[-400:]}"

@@ -9,6 +9,7 @@ import yaml
 
 from conftest import REPO, copy_workflow
 from membench.plan import variants
+from membench.core import layout
 from membench.core.atomic_files import contract_problems, read_jsonl
 from test_workflow import snakemake
 
@@ -42,7 +43,9 @@ def test_every_variant_of_every_family_plans(tmp_path, venv_bin):
     assert built == expected, f"missing {sorted(expected - built)}, unexpected {sorted(built - expected)}"
     split = set(re.findall(r"wildcards: system=testbox, kernel=(\S+), variant=(\S+)", text))
     assert split == expected
-    assert set(re.findall(r"output: (bin/testbox/\S+)", text)) == {f"bin/testbox/{f}-{v}" for f, v in expected}
+    archive = layout.harness_archive("bin/testbox")
+    binaries = {f"bin/testbox/{f}-{v}" for f, v in expected}
+    assert set(re.findall(r"output: (bin/testbox/\S+)", text)) == binaries | {archive}
 
 
 def test_hyphenated_variants_run_for_real(tmp_path, venv_bin):

@@ -87,20 +87,24 @@ def test_common_flags_leave_the_optimisation_level_to_the_variant():
         levels = [f for f in spec(family, variant)["cflags"] if re.fullmatch(r"-O\w*", f)]
         assert len(levels) == 1, (family, variant, levels)
         assert levels == [variants.features(TABLE, family, variant)["opt_level"]]
-        argv = variants.compile_argv(TABLE, family, variant, KERNELS, Path("x"))
+        argv = variants.compile_argv(TABLE, family, variant, KERNELS, Path("x"), harness=Path("h.a"))
         assert [f for f in argv if re.fullmatch(r"-O\w*", f)] == levels
 
 
 def test_every_common_source_exists():
-    for name in TABLE["common"]["sources"] + TABLE["common"]["headers"]:
+    harness = TABLE["common"]["harness"]
+    for name in TABLE["common"]["sources"] + TABLE["common"]["headers"] + harness["sources"] + harness["headers"]:
         assert (KERNELS / name).is_file(), name
 
 
 def test_every_header_is_a_build_input():
-    """A header the build rule does not list would not rebuild the binaries
-    that include it when it changes (mix_vec.h, vec_arm.h, c2c_cas.h ...)."""
+    """A header the build rules do not list would not rebuild the binaries
+    that include it when it changes (mix_vec.h, vec_arm.h, c2c_cas.h ...);
+    the harness's are inputs of the harness archive too."""
     on_disk = sorted(str(p.relative_to(KERNELS)) for p in KERNELS.rglob("*.h"))
-    assert sorted(TABLE["common"]["headers"]) == on_disk
+    assert sorted(Path(p).relative_to(KERNELS).as_posix() for p in variants.header_paths(TABLE, KERNELS)) == on_disk
+    harness = sorted(str(p.relative_to(KERNELS)) for p in (KERNELS / "harness").glob("*.h"))
+    assert sorted(Path(p).relative_to(KERNELS).as_posix() for p in variants.harness_header_paths(TABLE, KERNELS)) == harness
 
 
 # McCalpin's table (part 5): version -> (vector SSE, large page, SW prefetch,

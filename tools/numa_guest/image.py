@@ -7,9 +7,10 @@
      to the vmlinux ELF (the Debian kernel has CONFIG_PVH, so QEMU boots it
      directly and the guest skips decompressing itself under TCG, which
      is slow); the bzImage is the fallback.
-  2. the harness: kernels/ compiled with the pipeline's own command
-     (membench.plan.variants.compile_argv) but portable (-march=x86-64-v2: the
-     emulated CPU has no AVX-512) and -static.
+  2. the harness: kernels/ compiled with the pipeline's own commands
+     (membench.plan.variants.standalone_commands: the harness archive, then
+     the binary) but portable (-march=x86-64-v2: the emulated CPU has no
+     AVX-512) and -static.
   3. the initramfs: a newc cpio written here (no cpio tool, no root needed)
      with busybox-static, the harness, /init and the cases to run.
 
@@ -209,20 +210,24 @@ def _fetch_kernel_unlocked(cache: Path) -> Path:
 # ----------------------------------------------------------------- harness
 
 
-def guest_compile_argv(
+def guest_build_commands(
     output: Path, kernel_dir: Path = REPO / "kernels", family: str = "stream", variant: str = "default"
-) -> list[str]:
-    """The build rule's gcc command, made portable and static for the guest."""
+) -> list[list[str]]:
+    """The build rules' commands (the harness archive, then the binary),
+    made portable for the guest, the link static."""
     table = variants.load_variants(kernel_dir / "families" / "variants.yaml")
-    argv = variants.compile_argv(table, family, variant, kernel_dir, output)
-    argv = [a.replace("-march=native", GUEST_MARCH) for a in argv]
-    argv = [a.replace('-DMB_CFLAGS="', '-DMB_CFLAGS="-static ') if a.startswith("-DMB_CFLAGS=") else a for a in argv]
-    return [*argv, "-static"]
+    commands = [[a.replace("-march=native", GUEST_MARCH) for a in argv]
+                for argv in variants.standalone_commands(table, family, variant, kernel_dir, output)]  # fmt: skip
+    *harness, link = commands
+    link = [a.replace('-DMB_CFLAGS="', '-DMB_CFLAGS="-static ') if a.startswith("-DMB_CFLAGS=") else a for a in link]
+    return [*harness, [*link, "-static"]]
 
 
-def build_harness(output: Path, kernel_dir: Path = REPO / "kernels", family: str = "stream") -> Path:
+def build_harness(
+    output: Path, kernel_dir: Path = REPO / "kernels", family: str = "stream", variant: str = "default"
+) -> Path:
     output.parent.mkdir(parents=True, exist_ok=True)
-    built = _run(guest_compile_argv(output, kernel_dir, family))
+    built = _run(["sh", "-c", variants.command_line(guest_build_commands(output, kernel_dir, family, variant))])
     if built.returncode != 0:
         raise RuntimeError(f"guest harness build failed:\n{built.stderr}")
     return output

@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 PHASES = {
+    "build_harness": "compile",
     "build_kernel": "compile",
     "probe_system": "probe",
     "measure_round": "rounds",

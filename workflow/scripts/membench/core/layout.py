@@ -106,6 +106,12 @@ def binary_path(bin_dir: str, cell) -> str:
     return f"{bin_dir}/{cell.kernel}-{cell.variant}"
 
 
+def harness_archive(bin_dir: str) -> str:
+    """The harness archive the binaries of bin_dir link (the build_harness
+    rule), in a folder of its own: bin_dir itself holds binaries only."""
+    return f"{bin_dir}/harness/libmbharness.a"
+
+
 def run_path(runs_dir: str, cell, round_index: int) -> str:
     """A repetition's file: `cell` is anything with the cell's `id`."""
     return f"{runs_dir}/{cell.id}/r{round_index}.jsonl"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import re
+import shlex
 from pathlib import Path
 
 import yaml
@@ -62,11 +63,12 @@ def variant_pattern(table: dict) -> str:
 
 
 def source_paths(table: dict, kernel_dir: Path, family: str | None = None) -> list[str]:
-    """The C files of a family's binary: the common sources that no family
-    claims as its own (the harness), then the family's own (its `sources:`
-    in variants.yaml). So an edit to one family's file rebuilds, and
-    re-measures, only the families that compile it. A family that claims no
-    sources, or no family given: every common source."""
+    """The C files compiled into a family's binary with its variant's flags:
+    the common sources that no family claims as its own (the kernel table),
+    then the family's own (its `sources:` in variants.yaml). So an edit to
+    one family's file rebuilds, and re-measures, only the families that
+    compile it. A family that claims no sources, or no family given: every
+    common source. The harness is linked from its archive (harness_paths)."""
     names = table["common"]["sources"]
     own = families(table)[family].get("sources") if family is not None else None
     if own:
@@ -75,19 +77,31 @@ def source_paths(table: dict, kernel_dir: Path, family: str | None = None) -> li
     return [str(kernel_dir / name) for name in names]
 
 
+def harness_paths(table: dict, kernel_dir: Path) -> list[str]:
+    """The harness's C files: compiled once per toolchain into the archive
+    that every binary links (harness_commands), at a level of their own."""
+    return [str(kernel_dir / name) for name in table["common"]["harness"]["sources"]]
+
+
+def harness_header_paths(table: dict, kernel_dir: Path) -> list[str]:
+    return [str(kernel_dir / name) for name in table["common"]["harness"]["headers"]]
+
+
 def header_paths(table: dict, kernel_dir: Path) -> list[str]:
-    return [str(kernel_dir / name) for name in table["common"]["headers"]]
+    """Every header a binary's own files include: the harness's and the families'."""
+    names = [*table["common"]["harness"]["headers"], *table["common"]["headers"]]
+    return [str(kernel_dir / name) for name in names]
 
 
 def toolchain(table: dict, arch: str | None = None) -> dict:
-    """The compiler and arch flags for a target architecture (default this
-    machine's): the native ones on that machine, the cross ones elsewhere
-    (no -march=native to ask a CPU that is not there)."""
+    """The compiler, archiver and arch flags for a target architecture
+    (default this machine's): the native ones on that machine, the cross
+    ones elsewhere (no -march=native to ask a CPU that is not there)."""
     arch = arch or host_arch()
     entry = table["common"]["toolchains"][arch]
     if arch == host_arch():
-        return {"cc": entry["cc"], "arch": list(entry["arch"])}
-    return {"cc": entry["cross_cc"], "arch": list(entry["cross_arch"])}
+        return {"cc": entry["cc"], "ar": entry["ar"], "arch": list(entry["arch"])}
+    return {"cc": entry["cross_cc"], "ar": entry["cross_ar"], "arch": list(entry["cross_arch"])}
 
 
 def foreign_feature(table: dict, family: str, variant: str) -> str:
@@ -115,8 +129,9 @@ def own_flags(table: dict, family: str, variant: str, arch: str | None = None) -
 
 
 def compile_flags(table: dict, family: str, variant: str, arch: str | None = None) -> list[str]:
-    """Compiler flags for one binary: common flags, the variant's own, and
-    the defines that tell the harness which family and variant it is."""
+    """Compiler flags for one binary's own files: common flags, the
+    variant's own, and the defines that tell the kernel table which family
+    and variant it is (mb_build, which the harness reads)."""
     common = table["common"]
     own = own_flags(table, family, variant, arch)
     return [
@@ -128,28 +143,79 @@ def compile_flags(table: dict, family: str, variant: str, arch: str | None = Non
     ]
 
 
+def harness_flags(table: dict, arch: str | None = None) -> list[str]:
+    """Compiler flags for the harness: common flags, the harness's own (a
+    fixed optimisation level: it times the kernels but runs no timed loop of
+    its own) and the toolchain's arch flags; no variant's."""
+    common = table["common"]
+    return [*common["cflags"], *common["harness"]["cflags"], *toolchain(table, arch)["arch"]]
+
+
 def compiler(table: dict, arch: str | None = None) -> str:
     return toolchain(table, arch)["cc"]
+
+
+def archiver(table: dict, arch: str | None = None) -> str:
+    return toolchain(table, arch)["ar"]
 
 
 def link_flags(table: dict) -> list[str]:
     return list(table["common"]["ldflags"])
 
 
+def harness_commands(table: dict, kernel_dir: Path, archive: Path, arch: str | None = None) -> list[list[str]]:
+    """The commands that build the harness archive, as the build_harness
+    rule runs them (into a temporary name, then renamed): each harness file
+    compiled into a folder "objects" beside the archive, the objects
+    archived (deterministic: no dates), the folder removed. One archive per
+    toolchain: arch other than this machine's = a cross build."""
+    objects = Path(archive).parent / "objects"
+    sources = harness_paths(table, kernel_dir)
+    members = [str(objects / (Path(source).stem + ".o")) for source in sources]
+    cc, flags = compiler(table, arch), harness_flags(table, arch)
+    return [
+        ["mkdir", "-p", str(objects)],
+        *([cc, *flags, "-c", source, "-o", member] for source, member in zip(sources, members)),
+        [archiver(table, arch), "rcsD", str(archive), *members],
+        ["rm", "-r", str(objects)],
+    ]
+
+
 def compile_argv(
-    table: dict, family: str, variant: str, kernel_dir: Path, output: Path, arch: str | None = None
+    table: dict, family: str, variant: str, kernel_dir: Path, output: Path, *, harness: Path, arch: str | None = None
 ) -> list[str]:
-    """The full compiler command line, as the build rule runs it (the rule
-    links to a temporary name beside the output and renames it); arch other
+    """The full compiler command line of one binary, as the build_kernel
+    rule runs it (the rule links to a temporary name beside the output and
+    renames it): its own files with the variant's flags, linked with the
+    harness archive of the same toolchain (harness_commands); arch other
     than this machine's = a cross build."""
     return [
         compiler(table, arch),
         *compile_flags(table, family, variant, arch),
         *source_paths(table, kernel_dir, family),
+        str(harness),
         *link_flags(table),
         "-o",
         str(output),
     ]
+
+
+def standalone_commands(
+    table: dict, family: str, variant: str, kernel_dir: Path, output: Path, arch: str | None = None
+) -> list[list[str]]:
+    """One binary built on its own, outside the workflow (the benches, the
+    NUMA guest's image): a harness archive of its own beside it
+    (<output>.harness/), then the binary, with the rules' commands."""
+    archive = Path(f"{output}.harness") / "libmbharness.a"
+    return [
+        *harness_commands(table, kernel_dir, archive, arch),
+        compile_argv(table, family, variant, kernel_dir, output, harness=archive, arch=arch),
+    ]
+
+
+def command_line(commands: list[list[str]]) -> str:
+    """Commands as one shell line, each quoted, run in order until one fails."""
+    return " && ".join(shlex.join(argv) for argv in commands)
 
 
 def features(table: dict, family: str, variant: str) -> dict:
