@@ -4,6 +4,8 @@ right hyphen for names that hold hyphens themselves (nt-avx512, v012-avx2)."""
 
 import os
 import re
+import shlex
+from pathlib import Path
 
 import yaml
 
@@ -19,7 +21,9 @@ FAMILIES = list(variants.families(TABLE))
 
 def test_every_variant_of_every_family_plans(tmp_path, venv_bin):
     """variants: [all] for each family: the dry run plans one build per
-    variant, each with the family and variant the table names."""
+    variant, each with the family and variant the table names, and one
+    build of the harness archive that all of them link. The rules run
+    exactly plan/variants.py's commands (what the tests build with)."""
     workdir = copy_workflow(tmp_path / "plan")
     config = {
         "system": "testbox",
@@ -46,6 +50,13 @@ def test_every_variant_of_every_family_plans(tmp_path, venv_bin):
     archive = layout.harness_archive("bin/testbox")
     binaries = {f"bin/testbox/{f}-{v}" for f, v in expected}
     assert set(re.findall(r"output: (bin/testbox/\S+)", text)) == binaries | {archive}
+    assert re.search(r"^build_harness +1$", text, re.M) and text.count("rule build_harness:") == 1
+    kernels = Path("kernels")
+    assert variants.command_line(variants.harness_commands(TABLE, kernels, f"{archive}.part")) in text
+    for family, variant in expected:
+        argv = variants.compile_argv(TABLE, family, variant, kernels, Path(f"bin/testbox/{family}-{variant}.part"),
+                                     harness=Path(archive))  # fmt: skip
+        assert shlex.join(argv) in text, (family, variant)
 
 
 def test_hyphenated_variants_run_for_real(tmp_path, venv_bin):

@@ -91,6 +91,26 @@ def test_common_flags_leave_the_optimisation_level_to_the_variant():
         assert [f for f in argv if re.fullmatch(r"-O\w*", f)] == levels
 
 
+def test_the_harness_is_built_at_its_own_level_with_no_variants_flags():
+    """The variant's level applies to its own files; the harness (no timed
+    loop: the timed kernels are the families') is built once, at -O2, with
+    the toolchain's arch flags and MB_HARNESS, which keeps variant.h out."""
+    flags = variants.harness_flags(TABLE)
+    assert [f for f in flags if re.fullmatch(r"-O\w*", f)] == ["-O2"]
+    assert "-DMB_HARNESS" in flags and variants.toolchain(TABLE)["arch"][0] in flags
+    assert not [f for f in flags if f.startswith(("-DMB_FAMILY", "-DMB_VARIANT", "-DMB_CFLAGS", "-DMB_VBITS"))]
+    *compiles, archive, cleanup = variants.harness_commands(TABLE, Path("kernels"), Path("bin/s/h.a"))[1:]
+    assert [argv[argv.index("-c") + 1] for argv in compiles] == variants.harness_paths(TABLE, Path("kernels"))
+    assert sorted(variants.harness_paths(TABLE, KERNELS)) == sorted(str(p) for p in (KERNELS / "harness").glob("*.c"))
+    assert all(argv[1:-4] == flags for argv in compiles)
+    assert archive[2] == "bin/s/h.a" and archive[3:] == [argv[-1] for argv in compiles]
+    # no binary compiles a harness file itself; each links the archive
+    for family in variants.families(TABLE):
+        assert not [p for p in variants.source_paths(TABLE, Path("kernels"), family) if "/harness/" in p]
+    argv = variants.compile_argv(TABLE, "stream", "default", Path("kernels"), Path("x"), harness=Path("bin/s/h.a"))
+    assert "bin/s/h.a" in argv and argv.index("bin/s/h.a") > argv.index("kernels/families/stream.c")
+
+
 def test_every_common_source_exists():
     harness = TABLE["common"]["harness"]
     for name in TABLE["common"]["sources"] + TABLE["common"]["headers"] + harness["sources"] + harness["headers"]:
@@ -244,6 +264,30 @@ def test_prefetch_distance_is_used_and_recorded(binaries):
     for bad in ("-1", "x", "1.5", ""):
         rc, recs, err = run(plain, *TINY, "--prefetch-distance", bad)
         assert rc == 2 and recs == [] and "--prefetch-distance" in err
+
+
+def test_one_harness_archive_and_each_binary_names_its_own_variant(binaries):
+    """The harness is compiled once for every variant (one archive): what it
+    says of the variant (--list-options, --help, the records' variant,
+    cflags and prefetch distance, stderr) comes from the binary's kernel
+    table, compiled with that variant's flags (mb_build)."""
+    pairs = [("readonly", "v003"), ("readonly", "v009"), ("stream", "default"), ("stream", "ntpf")]
+    for family, variant in [pair for pair in pairs if pair in ALL]:  # ntpf: x86_64 only
+        path, prefetches = binary(binaries, family, variant), "-DMB_SWPF=1" in spec(family, variant)["cflags"]
+        listed = json.loads(subprocess.run([str(path), "--list-options"], capture_output=True, text=True).stdout)
+        defaults = {o["name"]: o["default"] for o in listed["harness_options"]}
+        assert (listed["family"], listed["variant"], defaults["variant"]) == (family, variant, variant)
+        assert defaults["prefetch-distance"] == "2048"
+        usage = " ".join(subprocess.run([str(path), "--help"], capture_output=True, text=True).stdout.split())
+        assert f"kernel family '{family}', variant '{variant}'" in usage
+        assert ("this variant: prefetches" if prefetches else "no software prefetch, ignored") in usage
+        rc, recs, err = run(path, *TINY, "--threads", "1")
+        assert rc == 0, err
+        for r in recs:
+            assert (r["kernel"], r["variant"]) == (family, variant)
+            assert r["cflags"] == " ".join(variants.own_flags(TABLE, family, variant))
+            assert r["prefetch_distance"] == (2048 if prefetches else None)
+        assert ("Software prefetch 2048 bytes ahead (built-in)" in err) is prefetches
 
 
 def test_byte_conventions(binaries):
