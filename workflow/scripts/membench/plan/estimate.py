@@ -51,9 +51,12 @@ LOADED_WINDOW_SECONDS = 3.5
 # The hand-off: its samples take milliseconds; the process is the cost.
 HANDOFF_SECONDS = 0.5
 ARRAYS_FLOOR = 256 * 2**20  # STREAM's rule's floor (membench.measure.auto_size)
-# Phases around the rounds: seconds per binary compiled (gcc, one job a
-# core), the probe, collect + analyse + findings + figures + render.
-COMPILE_SECONDS = 1.5
+# Phases around the rounds: the harness archive (once a system), seconds
+# per binary compiled (its kernel table and family files; one job a core;
+# the default config's 21 binaries took 9.7 s here), the probe, collect +
+# analyse + findings + figures + render.
+HARNESS_SECONDS = 3.0
+COMPILE_SECONDS = 0.5
 PROBE_SECONDS = 3.0
 REPORT_SECONDS = 30.0
 INSTALL_SECONDS = 40.0  # uv into a fresh .venv, modules compiled (skipped when it exists)
@@ -141,7 +144,7 @@ def estimate(
     rounds = sum(seconds for _, _, seconds in experiments.values())
     phases = {
         "install": 0.0 if installed else INSTALL_SECONDS,
-        "compile": 0.0 if left is not None else COMPILE_SECONDS * binaries / max(1, cores),
+        "compile": 0.0 if left is not None else HARNESS_SECONDS + COMPILE_SECONDS * binaries / max(1, cores),
         "probe": 0.0 if left is not None else PROBE_SECONDS,
         "rounds": rounds,
         "report": REPORT_SECONDS,
