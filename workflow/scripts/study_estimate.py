@@ -47,7 +47,7 @@ def stored_seconds(cells, results: Path, systems: list[str]) -> dict[str, list[f
 def this_host(table: dict, results: Path, systems: list[str]) -> estimate.Host:
     """The model's host: the topology the run's probe stored for its first
     system, else this machine's own (read from sysfs, as the probe will)."""
-    stored = results / systems[0] / "topology.json"
+    stored = layout.topology_path(results, systems[0])
     try:
         topo = json.loads(stored.read_text())
         cpus = len(topo.get("cpus") or []) or len(os.sched_getaffinity(0))
