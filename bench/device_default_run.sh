@@ -24,9 +24,9 @@ CONFIG=${CONFIG:-config/config.yaml}
 if [ "${1:-}" = prepare ]; then
   rm -rf "$WHEELS" && mkdir -p "$WHEELS"
   # every pin of the lock but the numeric stack the device's Python has
-  # (numpy, scipy, matplotlib and theirs) and the test tools; a package with
+  # (numpy, scipy, matplotlib and theirs), the test tools and the installer; a package with
   # no wheel on PyPI (connection_pool) is built into one here (pure Python)
-  skip='^(numpy|scipy|matplotlib|contourpy|fonttools|kiwisolver|cycler|pyparsing|pillow|black|pytest|snakefmt|iniconfig|pluggy|pygments|mypy_extensions|pathspec|greenlet)=='
+  skip='^(numpy|scipy|matplotlib|contourpy|fonttools|kiwisolver|cycler|pyparsing|pillow|black|pytest|snakefmt|iniconfig|pluggy|pygments|mypy_extensions|pathspec|greenlet|uv)=='
   grep -E '^[A-Za-z0-9_.-]+==' requirements.lock | grep -viE "$skip" | while read -r pin; do
     pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
       --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
