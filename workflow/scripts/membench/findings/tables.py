@@ -162,7 +162,7 @@ def concurrency_table(ec: pd.DataFrame, kernel: str) -> dict:
     if with_peak:
         note += (" Lines for peak: the peak's GB/s × the same idle latency / line size, the concurrency reaching the "
                  "peak would take at that latency; the share measured of it equals the traffic's share of peak.")  # fmt: skip
-    if kernel == "readonly":
+    if "ladder" in families.family(kernel).figures:  # one row per version (McCalpin's second table)
         systems = list(dict.fromkeys(ec["system"]))
         rows = []
         for label, part in _by_version(ec, ["affinity", "pages", "placement"]):
@@ -271,8 +271,9 @@ def affinity_change_table(cells: pd.DataFrame, before: str = "none", after: str 
     }
 
 
-# Which paper table each kernel family's experiments show.
-TABLES = {"readonly": (feature_table,), "xor": (range_table,), "mix": (injection_table,)}
+# The tables of each paper's question (a family's `paper` trait) beside its
+# experiments' own: McCalpin's versions by feature, Sun's ranges, MLC's mixes.
+TABLES = {"mccalpin": (feature_table,), "sun": (range_table,), "mlc": (injection_table,)}
 
 
 def tables_for(kernel: str, cells: pd.DataFrame, ec: pd.DataFrame, shares: pd.DataFrame | None = None) -> list[dict]:
@@ -280,8 +281,8 @@ def tables_for(kernel: str, cells: pd.DataFrame, ec: pd.DataFrame, shares: pd.Da
     (where a system's peak is known), then its effective concurrency."""
     if cells.empty:
         return []
-    tables = [table for make in TABLES.get(kernel, ()) if (table := make(cells))]
     traits = families.family(kernel)
+    tables = [table for make in TABLES.get(traits.paper, ()) if (table := make(cells))]
     if "scaling" in traits.figures:  # the thread scaling's families: not the readonly ladder, not latencies
         change = affinity_change_table(cells)
         if change:
