@@ -39,11 +39,11 @@ def test_a_machine_that_stays_busy_is_measured_once_a_repetition_after_the_strea
     # the first BUSY_STREAK repetitions took every try, the rest one each
     assert box.started() == 3 * streak + (6 - streak)
     assert len(manifest["disturbed"]) == 6, "every repetition kept and marked"
-    assert manifest["busy_from"] == streak + 1
+    assert manifest["busy_spans"] == [[streak + 1, 6]]
     tries = [json.loads(Path(p).read_text().splitlines()[0])["measure_try"] for p in manifest["runs"]]
     assert sorted(tries) == sorted([3] * streak + [1] * (6 - streak))
     plan = SimpleNamespace(system="box", round_index=0)
-    assert f"the machine stayed busy from repetition {streak + 1}" in measure_round.closing_line(manifest, plan)
+    assert f"the machine stayed busy: repetitions {streak + 1}–6 were measured once each" in measure_round.closing_line(manifest, plan)
 
 
 def test_a_quiet_repetition_gives_the_retries_back(box, lists_options):
@@ -53,7 +53,7 @@ def test_a_quiet_repetition_gives_the_retries_back(box, lists_options):
     busy_end = 3 * streak + 1
     _harness(box, lists_options, [*range(1, busy_end + 1), busy_end + 2])
     manifest = box.round(cells_of(SIX), disturbed_retries=2)
-    assert manifest["busy_from"] == streak + 1
+    assert manifest["busy_spans"] == [[streak + 1, streak + 2]]
     assert len(manifest["disturbed"]) == streak + 1
     # the repetition after the quiet one was measured again, and its second try was quiet
     third = manifest["runs"][streak + 2]
@@ -64,4 +64,17 @@ def test_a_quiet_repetition_gives_the_retries_back(box, lists_options):
 def test_a_passing_neighbour_still_gets_its_retries(box, lists_options):
     _harness(box, lists_options, [1])  # only the very first try disturbed
     manifest = box.round(cells_of(SIX), disturbed_retries=2)
-    assert manifest["busy_from"] is None and manifest["disturbed"] == [] and box.started() == 7
+    assert manifest["busy_spans"] == [] and manifest["disturbed"] == [] and box.started() == 7
+
+
+def test_every_busy_streak_is_named(box, lists_options):
+    # two streaks, each ended by a quiet repetition measured once
+    streak = measure_rounds.BUSY_STREAK
+    first = range(1, 3 * streak + 1)  # the streak's tries; the next start is quiet
+    second = range(3 * streak + 2, 6 * streak + 2)
+    _harness(box, lists_options, [*first, *second])
+    twelve = {"e": {"kernel": "stream", "threads": [1], "size": [f"{n}MiB" for n in range(1, 13)]}}
+    manifest = box.round(cells_of(twelve), disturbed_retries=2)
+    assert manifest["busy_spans"] == [[streak + 1, streak + 1], [2 * streak + 2, 2 * streak + 2]]
+    plan = SimpleNamespace(system="box", round_index=0)
+    assert f"repetitions {streak + 1}, {2 * streak + 2} were measured once each" in measure_round.closing_line(manifest, plan)

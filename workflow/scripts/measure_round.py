@@ -49,9 +49,10 @@ def closing_line(manifest: dict, plan: rounds.Plan) -> str:
         )
         if manifest.get(key)
     ]
-    if manifest.get("busy_from"):
-        notes.append(f"the machine stayed busy from repetition {manifest['busy_from']}: its disturbed tries were "
-                     "not measured again until one came out quiet")  # fmt: skip
+    if manifest.get("busy_spans"):
+        spans = ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in manifest["busy_spans"])
+        notes.append(f"the machine stayed busy: repetitions {spans} were measured once each, "
+                     "until one came out quiet")  # fmt: skip
     if notes:
         line += " (" + "; ".join(notes) + ")"
     if manifest["measured"]:

@@ -76,7 +76,7 @@ def measure_round(
 def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process, progress, retries=0) -> dict:
     measured, kept, unverified, adopted, moved = [], [], [], [], {}
     disturbed, tried_again, beside = [], {}, []
-    busy_streak, busy_from = 0, None
+    busy_streak, busy_spans = 0, []
     started = time.monotonic()
     machine = identity.machine_digest(json.loads(Path(topology).read_text()))
     own = [layout.run_path(runs_dir, member, plan.round_index) for member in plan.members]
@@ -135,11 +135,13 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
         if causes:
             disturbed.append(path)
             busy_streak += 1
-            if busy_streak == BUSY_STREAK and retries and busy_from is None:
-                busy_from = position + 1
+            if busy_streak == BUSY_STREAK and retries and position < len(plan.members):
+                busy_spans.append([position + 1, len(plan.members)])  # until a quiet one ends it
                 log.write(f"{BUSY_STREAK} repetitions in a row disturbed in every try: the machine stays busy; "
                           "the round's later repetitions are measured once each until one comes out quiet\n")  # fmt: skip
         else:
+            if busy_streak >= BUSY_STREAK and busy_spans:
+                busy_spans[-1][1] = position  # measured once, quiet: the retries come back after it
             busy_streak = 0
         measured.append(path)
         again = sum(len(asides) for asides in tried_again.values())
@@ -166,9 +168,9 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
         # tries of a repetition measured again (moved aside, in order)
         "disturbed": disturbed,
         "disturbed_tries": tried_again,
-        # the position (from 1) from which the round stopped measuring
-        # disturbed tries again, the machine staying busy (BUSY_STREAK)
-        "busy_from": busy_from,
+        # [first, last] positions (from 1) the round measured once each, the
+        # machine staying busy (BUSY_STREAK), one pair per busy streak
+        "busy_spans": busy_spans,
         # kept: other tasks kept other CPUs busy beside them (a memory-side
         # neighbour possible, which the disturbed rule cannot see)
         "neighbour": beside,
