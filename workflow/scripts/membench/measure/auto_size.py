@@ -22,12 +22,11 @@ from membench.plan import families, latency_sweep
 from membench.plan.request import Request
 from membench.probe.topology import llc_total_bytes
 
-ARRAYS_FLOOR = 256 * 2**20
 POOL_FLOOR = 4 * 2**20
 
 
 def arrays_size(topology: dict) -> int:
-    return max(4 * llc_total_bytes(topology), ARRAYS_FLOOR)
+    return families.arrays_bytes(llc_total_bytes(topology))
 
 
 def reach_size(topology: dict, spacing: int, available: int | None = None) -> int:

@@ -50,7 +50,6 @@ CHASE_STRIDE_SHARE = 0.4
 LOADED_WINDOW_SECONDS = 3.5
 # The hand-off: its samples take milliseconds; the process is the cost.
 HANDOFF_SECONDS = 0.5
-ARRAYS_FLOOR = 256 * 2**20  # STREAM's rule's floor (membench.measure.auto_size)
 # Phases around the rounds: the harness archive (once a system), seconds
 # per binary compiled (its kernel table and family files; one job a core;
 # the default config's 21 binaries took 9.7 s here), the probe, collect +
@@ -98,7 +97,7 @@ def _threads(cell: Cell, host: Host) -> int:
 
 
 def _bytes(cell: Cell, host: Host) -> int:
-    return cell.size if isinstance(cell.size, int) else max(4 * host.llc_total_bytes, ARRAYS_FLOOR)
+    return cell.size if isinstance(cell.size, int) else families.arrays_bytes(host.llc_total_bytes)
 
 
 def _touch_seconds(nbytes: float, threads: int, pages: str) -> float:
@@ -114,7 +113,7 @@ def model_seconds(cell: Cell, host: Host) -> float:
         random = min(CHASE_RANDOM_SECONDS, latency_sweep.REPETITION_S)
         return START_SECONDS + random * (1 + CHASE_STRIDE_SHARE)
     if traits.metric == families.LOADED:
-        size = cell.size if isinstance(cell.size, int) else ARRAYS_FLOOR
+        size = _bytes(cell, host)
         load = host.load_arrays.get(cell.load_op, 3) * size * max(1, threads - 1)
         return START_SECONDS + _touch_seconds(load + size, threads, cell.pages) + LOADED_WINDOW_SECONDS
     if traits.metric == families.HANDOFF:

@@ -21,6 +21,13 @@ BANDWIDTH, LATENCY, LOADED, HANDOFF = "bandwidth", "latency", "loaded", "handoff
 # ARRAYS each array 4 x the last-level caches (STREAM's rule), REACH the
 # chase sweep's reach, POOL the hand-off pool (4 x the L2).
 ARRAYS, REACH, POOL = "arrays", "reach", "pool"
+ARRAYS_FLOOR = 256 * 2**20
+
+
+def arrays_bytes(llc_total_bytes: int) -> int:
+    """STREAM's rule for one array: 4 x the sum of every last-level cache
+    instance, at least ARRAYS_FLOOR (the run's auto size and the estimate's)."""
+    return max(4 * llc_total_bytes, ARRAYS_FLOOR)
 # The figures of a family that declares none of its own.
 DEFAULT_FIGURES = ("scaling", "histogram", "placement")
 
