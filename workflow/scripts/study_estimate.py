@@ -1,8 +1,8 @@
 """What `make run` will measure and about how long it will take on this
 machine, printed before it starts; with --left, what is still to measure
 (`make status`): the repetitions not stored yet under results/, at the
-seconds per repetition stored so far for each family (the model's for a
-family with none yet: membench.plan.estimate)."""
+model times each family's pace stored so far on this machine (the model
+alone for a family with none yet: membench.plan.estimate)."""
 
 import argparse
 import json
