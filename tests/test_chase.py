@@ -407,8 +407,10 @@ def test_loaded_latency_is_not_below_idle(bins):
     the lowest median of each condition is compared, with 10 % slack, over
     the runs the disturbed rule leaves (membench.core.disturbance: a run
     whose chaser waited for its CPU says nothing of the load); a condition
-    with no undisturbed run yet is measured again, up to 4 rounds, then the
-    test is skipped naming what disturbed the runs (a busy machine)."""
+    with fewer than two undisturbed runs is measured again, up to 4 rounds
+    (one run's minimum is that run's noise: an idle run the rule could not
+    see disturbed read 143 ns against 127 loaded), then judged on what it
+    has, or skipped naming what disturbed the runs when it has none."""
     from membench.core import disturbance
 
     def one(delay):
@@ -424,7 +426,7 @@ def test_loaded_latency_is_not_below_idle(bins):
         for _ in range(3 if attempt == 0 else 1):
             loaded.append(one(0))
             idle.append(one(20000))
-        if quiet(loaded) and quiet(idle):
+        if len(quiet(loaded)) >= 2 and len(quiet(idle)) >= 2:
             break
     low = lambda rs, k: min(r[k] for r in rs)  # noqa: E731
     assert low(loaded, "gbps") > 10 * max(r["gbps"] for r in idle)  # the load ran, disturbed or not
