@@ -139,3 +139,30 @@ def test_a_good_bundle_unpacks_to_the_files_it_was_made_from(run_bundle, tmp_pat
     assert (dest / "config.yaml").read_bytes() == (source / "in.yaml").read_bytes()
     with pytest.raises(bundle_check.BundleRefused, match="not empty"):
         bundle_check.open_bundle(run_bundle, dest, NO_FINDINGS_SCHEMA)
+
+
+@pytest.mark.parametrize("member", ["../x", "/x", "results/../../x"])
+def test_a_member_outside_the_bundle_is_refused_in_one_line_and_nothing_unpacked(run_bundle, tmp_path, member):
+    path = rewritten(run_bundle, tmp_path / "escape.zip", lambda n, d: d)
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr(member, "planted")
+    with pytest.raises(bundle_check.BundleRefused) as refused:
+        bundle_check.open_bundle(path, tmp_path / "in" / "unpacked", NO_FINDINGS_SCHEMA)
+    assert str(refused.value) == f"{path}: refused: {member}: a path outside the bundle"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["escape.zip"]
+
+
+def test_a_listed_file_outside_the_bundle_is_refused_in_one_line(run_bundle, tmp_path):
+    def listed_outside(name, data):
+        if name != "ro-crate-metadata.json":
+            return data
+        document = json.loads(data)
+        document["@graph"].append({"@id": "../x", "@type": "File", "sha256": "0" * 64, "contentSize": "0"})
+        root = next(e for e in document["@graph"] if e["@id"] == "./")
+        root["hasPart"].append({"@id": "../x"})
+        return json.dumps(document).encode()
+
+    path = rewritten(run_bundle, tmp_path / "listed.zip", listed_outside)
+    with pytest.raises(bundle_check.BundleRefused) as refused:
+        bundle_check.check_bundle(path, NO_FINDINGS_SCHEMA)
+    assert str(refused.value) == f"{path}: refused: ../x: listed in the crate with a path outside the bundle"

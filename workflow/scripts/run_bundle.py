@@ -19,7 +19,6 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
 from membench.store import bundle, bundle_check  # noqa: E402
-from membench.compare import reference_entry  # noqa: E402
 
 FINDINGS_SCHEMA = REPO / "workflow" / "schemas" / "findings.schema.yaml"
 ATLAS = REPO / "references" / "machines"
@@ -59,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
             bundle_check.check_bundle(args.bundle, FINDINGS_SCHEMA)
             print(f"{args.bundle}: valid")
         elif args.verb == "reference":
+            # imported here: write, check and open need none of the analysis it pulls in
+            from membench.compare import reference_entry
+
             document = reference_entry.entry_from_bundle(args.bundle, args.name, args.address, FINDINGS_SCHEMA,
                                                          args.atlas, args.system)  # fmt: skip
             path = reference_entry.write_entry(document, args.atlas)

@@ -12,8 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import tempfile
+import zipfile
 from importlib import metadata
 from pathlib import Path, PurePosixPath
+from urllib.parse import quote, unquote
 
 from rocrate.rocrate import ROCrate
 
@@ -39,6 +42,19 @@ SYSTEM_BUILT = [layout.MEASUREMENTS]
 
 def sha256_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def crate_id(member: str) -> str:
+    """The @id the crate lists a bundle member under. ro-crate-py
+    percent-encodes a dest_path this way (so a cell's `=` is listed as %3D)
+    and stores the file under the plain name; member_name undoes it."""
+    return quote(member, safe="/")
+
+
+def member_name(identifier: str) -> str:
+    """The archive name of a listed file: its @id decoded, the one way back
+    from crate_id."""
+    return unquote(identifier)
 
 
 def run_files(results: Path) -> list[Path]:
@@ -90,7 +106,11 @@ def pinned_packages(repo: Path) -> dict[str, str]:
 def add_checked_file(crate: ROCrate, source: Path, dest: str, properties: dict | None = None):
     data = source.read_bytes()
     props = {"sha256": sha256_of(data), "contentSize": str(len(data))} | (properties or {})
-    return crate.add_file(source, dest_path=dest, properties=props)
+    entity = crate.add_file(source, dest_path=dest, properties=props)
+    if entity.id != crate_id(dest):
+        # another ro-crate-py escaping: the check would look for a name the archive lacks
+        raise RuntimeError(f"{dest}: ro-crate-py listed it as {entity.id}, not {crate_id(dest)}")
+    return entity
 
 
 def build_crate(results: Path, config: Path, repo: Path, binaries: Path | None = None) -> ROCrate:
@@ -134,5 +154,19 @@ def build_crate(results: Path, config: Path, repo: Path, binaries: Path | None =
 def write_bundle(results: Path, config: Path, out: Path, repo: Path, binaries: Path | None = None) -> Path:
     """Writes results/<name>.crate.zip-style archive `out`; returns it."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    build_crate(results, config, repo, binaries).write_zip(out)
+    with tempfile.TemporaryDirectory(prefix="membench-bundle-") as folder:
+        build_crate(results, config, repo, binaries).write(folder)
+        zip_folder(Path(folder), out)
     return out
+
+
+def zip_folder(folder: Path, out: Path) -> None:
+    """The written crate as one zip, each file under its name. Not
+    ro-crate-py's write_zip: 0.16 stores an empty file there under its
+    percent-encoded @id instead (File._stream_from_file), a name the
+    archive's readers then miss; writing to a folder decodes every @id."""
+    partial = out.with_name(out.name + ".partial")
+    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            archive.write(path, path.relative_to(folder).as_posix())
+    partial.replace(out)

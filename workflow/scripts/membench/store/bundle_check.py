@@ -17,7 +17,7 @@ import yaml
 from rocrate.rocrate import ROCrate
 
 from membench.core import record_schema
-from membench.store.bundle import PROFILES, is_built, sha256_of
+from membench.store.bundle import PROFILES, crate_id, is_built, member_name, sha256_of
 
 METADATA = "ro-crate-metadata.json"
 REQUIRED_PROFILES = [PROFILES["workflow"], PROFILES["provenance"]]
@@ -39,7 +39,24 @@ def safe_member(name: str) -> bool:
 
 
 def listed_files(crate: ROCrate) -> dict[str, dict]:
-    return {e.id: e.properties() for e in crate.get_entities() if "File" in e.type and not e.id.startswith("#")}
+    """Each listed file's properties by its archive name (its @id decoded)."""
+    return {member_name(e.id): e.properties() for e in _file_entities(crate)}
+
+
+def _file_entities(crate: ROCrate) -> list:
+    return [e for e in crate.get_entities() if "File" in e.type and not e.id.startswith("#")]
+
+
+def listing_problem(crate: ROCrate) -> str | None:
+    """A listed file whose @id is not the one bundle.crate_id gives its name
+    (two spellings of one file), or whose name leaves the bundle."""
+    for entity in _file_entities(crate):
+        name = member_name(entity.id)
+        if entity.id != crate_id(name):
+            return f"{entity.id}: listed in the crate as {entity.id}, not as {crate_id(name)}"
+        if not safe_member(name):
+            return f"{name}: listed in the crate with a path outside the bundle"
+    return None
 
 
 def record_problem(name: str, data: bytes) -> str | None:
@@ -82,6 +99,9 @@ def check_bundle(bundle: Path, findings_schema: Path) -> ROCrate:
         for profile in REQUIRED_PROFILES:
             if profile not in named:
                 raise refuse(bundle, f"{METADATA}: does not name the profile {profile}")
+        problem = listing_problem(crate)
+        if problem:
+            raise refuse(bundle, problem)
         listed = listed_files(crate)
         for name, properties in sorted(listed.items()):
             if name not in names:
