@@ -113,8 +113,8 @@ remeasure-failed: $(STAMP)
 # alone, as they judge real threads quiet or not.
 TEST_WORKERS ?= 2
 test: system-deps test-deps $(STAMP) bytecode
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not quiet" --durations=15 tests
-	$(BIN)/pytest -q -m quiet --durations=5 tests
+	$(BIN)/pytest -q -rs -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not quiet" --durations=15 tests
+	$(BIN)/pytest -q -rs -m quiet --durations=5 tests
 
 # Speed and memory targets, each side by side in one sitting with its
 # reference (not tests: timings on shared machines are noisy); every bench
