@@ -166,3 +166,15 @@ def test_a_listed_file_outside_the_bundle_is_refused_in_one_line(run_bundle, tmp
     with pytest.raises(bundle_check.BundleRefused) as refused:
         bundle_check.check_bundle(path, NO_FINDINGS_SCHEMA)
     assert str(refused.value) == f"{path}: refused: ../x: listed in the crate with a path outside the bundle"
+
+
+def test_the_run_says_what_it_is_who_ran_it_when_and_each_file_its_format(run_bundle):
+    graph = {e["@id"]: e for e in metadata_of(run_bundle)["@graph"]}
+    assert "two-socket" in graph["./"]["description"]
+    assert graph[RECORD]["encodingFormat"] == "application/jsonl"
+    assert graph["results/report.html"]["encodingFormat"] == "text/html"
+    assert graph["results/figures/aff-bandwidth.svg"]["encodingFormat"] == "image/svg+xml"
+    run = graph["#run"]
+    assert graph[run["agent"]["@id"]]["@type"] == "Person"
+    times = [json.loads(line) for line in (run_bundle.parents[1] / RECORD).read_text().splitlines()]
+    assert run["startTime"] <= run["endTime"] and run["startTime"] <= bundle._iso(min(r["t_start"] for r in times))

@@ -14,6 +14,7 @@ import json
 import subprocess
 import tempfile
 import zipfile
+from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote, unquote
@@ -36,6 +37,10 @@ PROFILES = {
 # figures. A bundle holds them so that a rebuild from its inputs alone can be
 # held against them byte for byte.
 BUILT_PATTERNS = ["summary/*.json", "summary/*.csv", "report.html", "figures/*.svg"]
+# Each bundled file's media type (encodingFormat), by its ending. JSON Lines
+# has no registered type; application/jsonl is the one its own site proposes.
+FORMATS = {".jsonl": "application/jsonl", ".json": "application/json", ".csv": "text/csv",
+           ".yaml": "application/yaml", ".html": "text/html", ".svg": "image/svg+xml"}  # fmt: skip
 SYSTEM_FILES = [layout.TOPOLOGY, layout.ENVIRONMENT]
 SYSTEM_BUILT = [layout.MEASUREMENTS]
 
@@ -106,6 +111,8 @@ def pinned_packages(repo: Path) -> dict[str, str]:
 def add_checked_file(crate: ROCrate, source: Path, dest: str, properties: dict | None = None):
     data = source.read_bytes()
     props = {"sha256": sha256_of(data), "contentSize": str(len(data))} | (properties or {})
+    if Path(dest).suffix in FORMATS:
+        props["encodingFormat"] = FORMATS[Path(dest).suffix]
     entity = crate.add_file(source, dest_path=dest, properties=props)
     if entity.id != crate_id(dest):
         # another ro-crate-py escaping: the check would look for a name the archive lacks
@@ -116,6 +123,11 @@ def add_checked_file(crate: ROCrate, source: Path, dest: str, properties: dict |
 def build_crate(results: Path, config: Path, repo: Path, binaries: Path | None = None) -> ROCrate:
     crate = ROCrate()
     crate.root_dataset["name"] = f"membench run: {results.name}"
+    systems = layout.systems_with_runs(results)
+    crate.root_dataset["description"] = (
+        f"Memory bandwidth and latency measured by membench on {', '.join(systems) or 'no system'}: the config, "
+        "every stored record, each system's topology and environment, and what the report was built from them."
+    )
     crate.root_dataset["conformsTo"] = [{"@id": url} for url in PROFILES.values()]
     for url in PROFILES.values():
         crate.add_jsonld({"@id": url, "@type": "CreativeWork", "name": url.rsplit("/", 2)[-2]})
@@ -146,9 +158,38 @@ def build_crate(results: Path, config: Path, repo: Path, binaries: Path | None =
     action = crate.add_action(workflow, identifier="#run", object=[config_file], result=outputs,
                               properties={"@type": "CreateAction", "name": f"membench run {results.name}"})  # fmt: skip
     action["additionalType"] = {"@id": "#software"}
+    start, end = run_span(run_files(results))
+    if start is not None:
+        action["startTime"], action["endTime"] = start, end
+    action["agent"] = crate.add_jsonld({"@id": "#operator", "@type": "Person", "name": operator_name(repo)})
     crate.add_jsonld({"@id": "#software", "@type": "Collection", "name": "software and machines of the run",
                       "hasPart": [{"@id": e.id} for e in software + machines]})  # fmt: skip
     return crate
+
+
+def run_span(files: list[Path]) -> tuple[str | None, str | None]:
+    """The first record's start and the last one's end (ISO 8601, UTC)
+    over the repetition files; (None, None) when no record has times."""
+    starts, ends = [], []
+    for path in (p for p in files if p.suffix == ".jsonl"):
+        for line in path.read_text().splitlines():
+            record = json.loads(line) if line.strip() else {}
+            starts += [record["t_start"]] if isinstance(record.get("t_start"), (int, float)) else []
+            ends += [record["t_end"]] if isinstance(record.get("t_end"), (int, float)) else []
+    if not starts or not ends:
+        return None, None
+    return _iso(min(starts)), _iso(max(ends))
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds")
+
+
+def operator_name(repo: Path) -> str:
+    """Who ran it, as the checkout's git user.name says (the name its
+    commits already publish); nothing else is looked up."""
+    named = subprocess.run(["git", "config", "user.name"], cwd=repo, capture_output=True, text=True)
+    return named.stdout.strip() if named.returncode == 0 and named.stdout.strip() else "not stated (no git user.name)"
 
 
 def write_bundle(results: Path, config: Path, out: Path, repo: Path, binaries: Path | None = None) -> Path:
