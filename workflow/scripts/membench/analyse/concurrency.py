@@ -17,7 +17,8 @@ import re
 import pandas as pd
 
 from membench.plan.grammar import DEFAULT_CHASE_GROUP, group_text, size_text
-from membench.plan import families, knobs
+from membench.analyse import memory_plateau
+from membench.plan import families, knobs, latency_sweep
 from membench.core.text import percent
 
 LATENCY_KERNEL, LATENCY_OP = families.idle_latency()
@@ -67,53 +68,11 @@ def _placements(cells: pd.DataFrame) -> pd.Series:
 
 PAGE_BYTES = {"4k": 4096, "thp": 2**21, "hugetlb-2m": 2**21, "hugetlb-1g": 2**30}
 LATENCY_COLUMNS = ["system", "placement", "pages", "group", "spacing", "ns", "ns_min", "ns_max", "runs", "working_set_bytes", "source"]
-# An idle latency counts as memory when its touched lines are past this
-# many times the LLC (membench.analyse.hierarchy.LLC_REACH: the same rule).
-LLC_REACH = 8
+# An idle latency counts as past the caches when its touched lines are past
+# this many times the LLC (membench.analyse.memory_plateau: the one rule).
+LLC_REACH = memory_plateau.LLC_REACH
 
 
-def memory_latency(lines: pd.Series, ns: pd.Series, llc_bytes: int | None) -> dict | None:
-    """The memory latency of one sweep, the one rule of the hierarchy's
-    memory row and of the idle latency: the median of the sweep points whose
-    touched lines (bytes) are at or past LLC_REACH x the LLC; with where they
-    lie. None when the LLC is unknown or no point is that far.
-
-    How far from the truth: a cache holds at most its capacity of a random
-    chase's lines, whatever its associativity or replacement, so at
-    LLC_REACH x the LLC at most 1 / LLC_REACH of the loads hit in it, and the
-    median reads low by at most (memory - LLC latency) / LLC_REACH; a cyclic
-    chase under LRU-like replacement hits less still."""
-    if not llc_bytes:
-        return None
-    lines, ns = pd.Series(lines).reset_index(drop=True).astype(float), pd.Series(ns).reset_index(drop=True).astype(float)
-    far = (lines >= LLC_REACH * llc_bytes) & ns.notna()
-    if not far.any():
-        return None
-    return {
-        "ns": float(ns[far].median()),
-        "points": int(far.sum()),
-        "first_bytes": int(lines[far].min()),
-        "last_bytes": int(lines[far].max()),
-        "ns_low": float(ns[far].min()),
-        "ns_high": float(ns[far].max()),
-        "positions": list(lines.index[far]),
-    }
-
-
-def memory_latency_text(found: dict, llc_bytes: int, llc_ns: float | None = None) -> str:
-    """How a memory latency by memory_latency was found, and how far low it
-    can read."""
-    where = size_text(found["first_bytes"]) + (
-        f"–{size_text(found['last_bytes'])}" if found["last_bytes"] != found["first_bytes"] else ""
-    )
-    text = (
-        f"median of {found['points']} sweep point{'s' * (found['points'] != 1)} at or past {LLC_REACH} × the LLC "
-        f"({where} of lines, {found['ns_low']:.1f}–{found['ns_high']:.1f} ns; LLC {size_text(llc_bytes)}): at most "
-        f"1/{found['first_bytes'] / llc_bytes:.0f} of the loads can hit in the LLC, whatever its associativity"
-    )
-    if llc_ns is not None and llc_ns < found["ns"]:
-        text += f", so at most {(found['ns'] - llc_ns) * llc_bytes / found['first_bytes']:.1f} ns low"
-    return text
 DEFAULT_SPACING_TEXT = "256 B"
 
 
@@ -231,13 +190,20 @@ def idle_source(latency: pd.Series) -> str:
     return f"idle chase, {latency['pages']} pages, {locality_text(latency['group'])}, {spacing}, {where}{rule}" + (f" {flag}" if isinstance(flag, str) else "")
 
 
-def idle_latencies(cells: pd.DataFrame, llc_bytes: dict[str, int] | None = None, line_bytes: dict[str, int] | None = None) -> pd.DataFrame:
-    """Per (system, placement, pages): the random chase at the largest
-    working set its group reached, with where it came from. Groups whose
+def idle_latencies(cells: pd.DataFrame, llc_bytes: dict[str, int] | None = None, line_bytes: dict[str, int] | None = None,
+                   runs: pd.DataFrame | None = None, cache_sizes: dict[str, list] | None = None) -> pd.DataFrame:
+    """Per (system, placement, pages): the memory latency of the random
+    chase's sweep (membench.analyse.memory_plateau: the one rule of the
+    hierarchy's memory row), the median over the undisturbed runs in `runs`
+    of each run's median over the memory plateau's points (n = runs; without
+    `runs`, the median of the points' medians). A curve with no memory
+    plateau (a single working set, a node matrix pair, a sweep cut short)
+    gives its largest working set, flagged. Which curve: groups whose
     largest working set is within DRAM_REACH of the largest any group
-    reached are candidates (1 GiB next to 4 GiB: both far beyond the
-    caches; 32 KiB next to 1 GiB: not), and among them the default 256 KiB
-    groups win: a `full` chase swept further does not stand in for them."""
+    reached are candidates (1 GiB next to 4 GiB: both far beyond the caches;
+    32 KiB next to 1 GiB: not), and among them the default 256 KiB groups
+    and one pointer per 256 B win. cache_sizes: system -> [(level, bytes)]
+    as sysfs names them (the LLC alone where not given)."""
     chase = cells[(cells["kernel"] == LATENCY_KERNEL) & (cells["op"] == LATENCY_OP) & (cells["n_ok"] > 0)]
     if not chase.empty:
         chase = _with_group(chase)
@@ -246,38 +212,80 @@ def idle_latencies(cells: pd.DataFrame, llc_bytes: dict[str, int] | None = None,
         overall = chase.groupby(_keys(chase))["working_set_bytes"].transform("max")
         chase = _prefer_default_spacing(_prefer_default_group(chase[chase["working_set_bytes"] * DRAM_REACH >= overall]))
     latencies = _one_per_placement(chase, "idxmax", "working_set_bytes", "working_set_bytes")
+    sizes = {system: list((cache_sizes or {}).get(system) or ([("LLC", llc)] if llc else [])) for system, llc in (llc_bytes or {}).items()}
+    sizes.update({s: list(v) for s, v in (cache_sizes or {}).items() if s not in sizes})
     if not latencies.empty:
-        latencies = _past_llc_medians(latencies, cells, llc_bytes or {}, line_bytes or {})
+        latencies = _memory_plateau_latencies(latencies, cells, sizes, line_bytes or {}, runs)
     latencies["flag"] = [
-        reach_flag(row, (llc_bytes or {}).get(row["system"]), (line_bytes or {}).get(row["system"], 64)) for _, row in latencies.iterrows()
-    ]  # an idle latency not past 8 x LLC is flagged wherever it is used
+        None if row.get("past_caches") is True else reach_flag(row, (llc_bytes or {}).get(row["system"]), (line_bytes or {}).get(row["system"], 64))
+        for _, row in latencies.iterrows()
+    ]  # a latency not taken past the caches is flagged wherever it is used
     return latencies
 
 
-def _past_llc_medians(latencies: pd.DataFrame, cells: pd.DataFrame, llc_bytes: dict, line_bytes: dict) -> pd.DataFrame:
-    """Each idle latency as memory_latency has it where its sweep (the same
-    system, placement, pages, group and spacing) reaches LLC_REACH x the
-    LLC: the median over those points, min-max and runs over them too, so
-    it is the hierarchy's memory row; else the largest point, flagged."""
-    chase = _with_group(cells[(cells["kernel"] == LATENCY_KERNEL) & (cells["op"] == LATENCY_OP) & (cells["n_ok"] > 0)])
-    chase = chase[chase["ns_median"].notna()].assign(placement=_placements(chase))
-    latencies = latencies.assign(points=1, rule="largest working set")
+# What a curve's records need: the keys of one sweep and its values.
+CURVE_COLUMNS = ["system", "experiment", "cell", "repeat", "kernel", "op", "policy_requested", "affinity", "pages",
+                 "chase_group_requested", "chase_spacing_requested", "working_set_bytes", "ns_per_load", "ns_median",
+                 "ns_min", "ns_max", "n_ok", "n_used", "sweep_held"]  # fmt: skip
+
+
+def curve_records(frame: pd.DataFrame, latency: pd.Series) -> pd.DataFrame:
+    """The rows of `frame` (cells or run records) on one idle latency's
+    sweep: the same system, placement, pages, group and spacing, op random."""
+    chase = frame[(frame["kernel"] == LATENCY_KERNEL) & (frame["op"] == LATENCY_OP)]
+    chase = _with_group(chase[[c for c in CURVE_COLUMNS if c in chase]])
+    if chase.empty:
+        return chase
+    chase = chase.assign(placement=_placements(chase))
+    return chase[(chase["system"] == latency["system"]) & (chase["placement"] == latency["placement"])
+                 & (chase["pages"] == latency["pages"]) & (chase["group"] == latency["group"])
+                 & (chase["spacing"] == latency["spacing"])]  # fmt: skip
+
+
+def latency_run_values(runs: pd.DataFrame, latency: pd.Series, line_bytes: int = 64) -> pd.Series:
+    """The undisturbed runs behind one idle latency, one value a run: its
+    median over the memory plateau's points (membench.analyse.memory_plateau),
+    or its value at the one working set where no plateau was found."""
+    chase = curve_records(runs, latency) if not runs.empty else runs
+    if chase.empty:
+        return pd.Series(dtype=float)
+    lines = chase["working_set_bytes"].map(lambda ws: touched_lines(ws, latency["spacing"], line_bytes))
+    first = latency.get("lines_first")
+    if first is None or pd.isna(first):
+        at = touched_lines(latency["working_set_bytes"], latency["spacing"], line_bytes)
+        return memory_plateau.run_values(chase, lines, at, at)
+    return memory_plateau.run_values(chase, lines, int(first), int(latency["lines_last"]))
+
+
+def _memory_plateau_latencies(latencies: pd.DataFrame, cells: pd.DataFrame, sizes: dict, line_bytes: dict,
+                              runs: pd.DataFrame | None) -> pd.DataFrame:
+    """Each idle latency where its sweep has a memory plateau: the plateau's
+    statistic (see idle_latencies), with its points and runs; else the
+    largest point, as chosen."""
+    latencies = latencies.assign(points=1, rule="largest working set", lines_first=math.nan, lines_last=math.nan, past_caches=None)
     for i, latency in latencies.iterrows():
-        llc = llc_bytes.get(latency["system"])
-        same = chase[(chase["system"] == latency["system"]) & (chase["placement"] == latency["placement"])
-                     & (chase["pages"] == latency["pages"]) & (chase["group"] == latency["group"])
-                     & (chase["spacing"] == latency["spacing"])]  # fmt: skip
-        lines = same["working_set_bytes"].map(lambda ws: touched_lines(ws, latency["spacing"], line_bytes.get(latency["system"], 64)))
-        curve = pd.DataFrame({"lines": lines, "ns": same["ns_median"], "low": same["ns_min"], "high": same["ns_max"],
-                              "runs": same["n_used"] if "n_used" in same else same["n_ok"]}).groupby("lines").median()  # fmt: skip
-        found = memory_latency(pd.Series(curve.index), curve["ns"], llc)
+        system_lines = line_bytes.get(latency["system"], 64)
+        same = curve_records(cells[cells["n_ok"] > 0], latency)
+        same = same[same["ns_median"].notna()]
+        lines = same["working_set_bytes"].map(lambda ws: touched_lines(ws, latency["spacing"], system_lines))
+        curve = same.assign(lines=lines).groupby("lines")["ns_median"].median()
+        levels = sizes.get(latency["system"], [])
+        held = memory_plateau.held_runs(same) > 0 if "sweep_held" in same else bool(levels) and latency_sweep.answer_in(
+            curve.index.values, curve.values, len(levels), levels[-1][1])
+        found = memory_plateau.find_memory(curve.index.values, curve.values, levels, held)
         if found is None:
             continue
-        far = curve.iloc[found["positions"]]
-        latencies.loc[i, ["ns", "ns_min", "ns_max", "runs", "points"]] = [
-            found["ns"], far["low"].min(), far["high"].max(), int(far["runs"].sum()), found["points"]
-        ]
-        latencies.loc[i, "rule"] = memory_latency_text(found, llc)
+        latencies.loc[i, ["lines_first", "lines_last", "points"]] = [found.first_bytes, found.last_bytes, found.points]
+        latencies.loc[i, "rule"] = memory_plateau.memory_text(found)
+        latencies.at[i, "past_caches"] = not found.short
+        on = same[(lines >= found.first_bytes) & (lines <= found.last_bytes)]
+        latencies.loc[i, "working_set_bytes"] = int(on["working_set_bytes"].max())
+        values = latency_run_values(runs, latencies.loc[i], system_lines) if runs is not None else pd.Series(dtype=float)
+        if values.empty:  # no run records at hand: the points' medians
+            latencies.loc[i, ["ns", "ns_min", "ns_max", "runs"]] = [found.ns, on["ns_min"].min(), on["ns_max"].max(),
+                                                                   int(on["n_used"].max() if "n_used" in on else on["n_ok"].max())]  # fmt: skip
+        else:
+            latencies.loc[i, ["ns", "ns_min", "ns_max", "runs"]] = [float(values.median()), float(values.min()), float(values.max()), len(values)]
     return latencies
 
 
@@ -320,7 +328,8 @@ def _match(latencies: pd.DataFrame, system: str, placement: str, pages: str) -> 
     return same.iloc[same["pages"].map(lambda p: PAGE_BYTES.get(p, math.inf)).argmin()]
 
 
-def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int], llc_bytes: dict[str, int] | None = None) -> pd.DataFrame:
+def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int], llc_bytes: dict[str, int] | None = None,
+                          latencies: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per bandwidth cell (and op): GB/s x ns = bytes in flight,
     / line size = cache lines, / threads = lines per thread. The bandwidth
     is the read traffic: the kernel's reads plus its write-allocate reads
@@ -328,8 +337,9 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int], llc_b
     posted and wait no latency, so they are shown beside it
     (write_traffic_gbps), not counted. Write-allocate is a model (the
     kernel table's: none for NT stores or read-modify-write; some CPUs also
-    skip it for full-line writes)."""
-    latencies = idle_latencies(cells, llc_bytes, line_bytes)
+    skip it for full-line writes). latencies: idle_latencies(), when the
+    caller has them (over the runs: the first screen's idle latency)."""
+    latencies = idle_latencies(cells, llc_bytes, line_bytes) if latencies is None else latencies
     loaded = loaded_latencies(cells)
     bandwidth = cells[cells["kernel"].isin(families.named(lambda f: f.bandwidth)) & (cells["n_ok"] > 0)]
     rows = []

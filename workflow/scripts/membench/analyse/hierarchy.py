@@ -1,22 +1,23 @@
 """The memory-hierarchy table (the AWS paper's first table), derived from
 the chase's working-set sweep.
 
-Levels come from the data: the sweep's latency curve is cut into plateaus
-(runs of points whose latency stays flat). Memory is the median of the
-sweep points at or past 8 x the LLC, the one rule it shares with the idle
-latency (membench.analyse.concurrency.memory_latency, issue 38: a plateau
-opening at 2-4 x the LLC takes in points where some lines still hit).
-A sweep that stops short of 8 x the LLC falls back to the final flat
-plateau that extends to the largest working set, past the sysfs last-level
-cache (issue 30) or past a plateau of every cache level sysfs names (the
-caches end early), flagged unless the sweep held flat by its stop rule
-(membench.plan.latency_sweep, docs/latency_sweep.md, issue 41): where it begins well before the sysfs LLC (a
-VM's share of a host L3 ends early), the row says so with both figures. The other plateaus
-are named by the cache sizes sysfs reports, which are annotations: the
-smallest level whose size holds the plateau's last working set. A level
-with no plateau is "not found" (memory: "could not be reached" when the
-sweep never passed the LLC), a second plateau within one level is shown as
-unassigned: nothing is filled in from what a level should be.
+Levels come from the data: the sweep's latency curve (the median over
+undisturbed runs at each point) is cut into plateaus (runs of points whose
+latency stays flat). Memory is the final plateau when the curve shows it
+is past the caches, by the rule the idle latency is found by
+(membench.analyse.memory_plateau: past the sysfs LLC, after a plateau of
+every cache level, or a run held flat by the C stop rule); its latency is
+the idle latency itself (membench.analyse.concurrency.idle_latencies: the
+median over runs of each run's median over the plateau's points past the
+caches), so the memory row, the first screen, effective concurrency and
+loaded/idle read one number. Where the memory plateau begins well before
+the sysfs LLC (a VM's share of a host L3 ends early), the row says so with
+both figures. The other plateaus are named by the cache sizes sysfs
+reports, which are annotations: the smallest level whose size holds the
+plateau's last working set. A level with no plateau is "not found"
+(memory: "could not be reached" when the sweep never passed the LLC), a
+second plateau within one level is shown as unassigned: nothing is filled
+in from what a level should be.
 Cycles are ns x the core clock measured by the chase itself (a dependent
 add chain: a VM has no cycle counters to read), and said so.
 """
@@ -24,88 +25,16 @@ add chain: a VM has no cycle counters to read), and said so.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
-import numpy as np
 import pandas as pd
 
-from membench.analyse.concurrency import PAGE_BYTES, memory_latency, memory_latency_text
+from membench.analyse.concurrency import PAGE_BYTES
+from membench.analyse.memory_plateau import LLC_REACH, Memory, Plateau, find_memory, held_runs, memory_text, plateaus
 from membench.plan.grammar import DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING, group_text, size_text
 from membench.plan import families, latency_sweep
-from membench.core.text import percent
 
-# A point belongs to the plateau in hand while its latency lies within
-# FLAT of the plateau's median (in log terms); one stray point is forgiven
-# when the point after it is back within FLAT (a noisy repetition is not a
-# level), and neighbouring plateaus within FLAT of each other are one.
-# Caches differ by 2-10x; noise and the gentle TLB slope inside a level by
-# far less.
-FLAT = 0.25
 MEMORY = "memory"
-# An idle (memory) latency counts as past the caches when its working set
-# (in touched lines) is past this many times the LLC instance the chasing
-# CPU uses; the default sweep (size: auto) reaches it.
-LLC_REACH = 8
 # The memory plateau begins "well before" the sysfs LLC at this share of it or below.
 WELL_BEFORE = 0.5
-
-
-@dataclass(frozen=True)
-class Plateau:
-    first_bytes: int
-    last_bytes: int
-    next_bytes: int | None  # the first working set past the plateau (None: the sweep ended)
-    ns: float  # median of the plateau's points
-    points: int
-
-
-def _segments(y: np.ndarray, tolerance: float) -> list[list[int]]:
-    segments, current = [], [0]
-    i = 1
-    while i < len(y):
-        centre = np.median(y[current])
-        if abs(y[i] - centre) < tolerance:
-            current.append(i)
-        elif i + 1 < len(y) and abs(y[i + 1] - centre) < tolerance:
-            current += [i, i + 1]  # a stray point between two that agree
-            i += 1
-        else:
-            segments.append(current)
-            current = [i]
-        i += 1
-    segments.append(current)
-    merged = [segments[0]]
-    for segment in segments[1:]:
-        if abs(np.median(y[segment]) - np.median(y[merged[-1]])) < tolerance:
-            merged[-1] = merged[-1] + segment
-        else:
-            merged.append(segment)
-    return merged
-
-
-def plateaus(working_sets, ns, flat: float = FLAT) -> list[Plateau]:
-    """Runs of at least two sweep points with flat latency (see FLAT), in
-    order of working set."""
-    order = np.argsort(np.asarray(working_sets, dtype=float))
-    ws = np.asarray(working_sets, dtype=float)[order]
-    y = np.log(np.asarray(ns, dtype=float)[order])
-    if len(ws) == 0:
-        return []
-    found = []
-    for segment in _segments(y, math.log1p(flat)):
-        if len(segment) < 2:
-            continue
-        last = segment[-1]
-        found.append(
-            Plateau(
-                first_bytes=int(ws[segment[0]]),
-                last_bytes=int(ws[last]),
-                next_bytes=int(ws[last + 1]) if last + 1 < len(ws) else None,
-                ns=float(np.median(np.exp(y[segment]))),
-                points=len(segment),
-            )
-        )
-    return found
 
 
 def cache_levels(topology: dict) -> list[tuple[str, int]]:
@@ -117,31 +46,17 @@ def cache_levels(topology: dict) -> list[tuple[str, int]]:
     return [(f"L{level}", sizes[level]) for level in sorted(sizes)]
 
 
-def memory_plateau(found: list[Plateau], levels: list[tuple[str, int]]) -> Plateau | None:
-    """The final flat plateau, when it extends to the largest working set
-    and that lies past the sysfs last-level cache, or when every cache level
-    sysfs names had its own plateau before it (the caches ended early; the
-    sweep's stop rule ends it there): memory, wherever the plateau begins
-    (the sysfs sizes are annotations)."""
-    if not found or found[-1].next_bytes is not None:
-        return None
-    llc = levels[-1][1] if levels else 0
-    every_level = bool(levels) and len(found) - 1 >= len(levels)
-    return found[-1] if found[-1].last_bytes > llc or every_level else None
-
-
-def name_plateaus(found: list[Plateau], levels: list[tuple[str, int]]) -> dict[str, Plateau | None]:
-    """Each cache level and memory -> its plateau or None: memory the final
-    plateau (memory_plateau), each cache level the first of the others that
-    falls in it; plateaus that fall in an already named level, or past the
-    LLC without reaching the end of the sweep, are returned under
-    "unassigned N"."""
+def name_plateaus(found: list[Plateau], levels: list[tuple[str, int]], memory: Plateau | None = None) -> dict[str, Plateau | None]:
+    """Each cache level and memory -> its plateau or None: memory the
+    plateau membench.analyse.memory_plateau found (None: no memory row),
+    each cache level the first of the others that falls in it; plateaus that
+    fall in an already named level, or past the LLC without reaching the
+    end of the sweep, are returned under "unassigned N"."""
     named: dict[str, Plateau | None] = {name: None for name, _ in levels}
-    memory = memory_plateau(found, levels)
     named[MEMORY] = memory
     extra = 0
     for plateau in found:
-        if plateau is memory:
+        if plateau == memory:
             continue
         level = next((name for name, size in levels if plateau.last_bytes <= size), MEMORY)
         if level == MEMORY and levels and plateau.first_bytes < levels[-1][1]:
@@ -154,11 +69,14 @@ def name_plateaus(found: list[Plateau], levels: list[tuple[str, int]]) -> dict[s
     return named
 
 
-def memory_reach(largest: int | None, llc: int | None, held: bool = False) -> str | None:
-    """Why a memory latency at this working set (bytes of lines) may not be
-    past the caches, or None when it is: at least LLC_REACH x the LLC, or
-    the sweep held flat past the caches by its stop rule (`held`)."""
-    if held or not llc or largest is None or largest >= LLC_REACH * llc:
+def memory_reach(largest: int | None, llc: int | None, memory: Memory | None = None) -> str | None:
+    """Why a memory latency may not be past the caches, or None when it is:
+    the memory plateau had points LLC_REACH x past the last cache, or (no
+    plateau: the largest working set, bytes of lines) it is at least
+    LLC_REACH x the LLC."""
+    if memory is not None:
+        return None if not memory.short else f"⚑ {memory.reach}"
+    if not llc or largest is None or largest >= LLC_REACH * llc:
         return None
     return (
         f"⚑ largest working set {size_text(largest)} of lines is short of {LLC_REACH} × the LLC "
@@ -166,41 +84,31 @@ def memory_reach(largest: int | None, llc: int | None, held: bool = False) -> st
     )
 
 
-def memory_derivation(plateau: Plateau | None, llc: int | None, largest: int | None, before: Plateau | None, note: str = "",
-                      held: bool = False) -> str:
-    """How the memory row was found, or why it was not."""
-    if plateau is None:
+def memory_derivation(memory: Memory | None, llc: int | None, largest: int | None, before: Plateau | None, note: str = "",
+                      idle: pd.Series | None = None) -> str:
+    """How the memory row was found, or why it was not; idle: the idle
+    latency the row reads (its runs)."""
+    if memory is None:
         if largest is not None and llc and largest <= llc:
             return (
                 f"could not be reached: the sweep ends at {size_text(largest)}{note}, not past the last-level cache "
                 f"(sysfs {size_text(llc)}); size: auto sweeps to {LLC_REACH} × the LLC"
             )
         if largest is not None:
-            return f"no flat plateau reaching the largest working set ({size_text(largest)}{note}) past the last-level cache: not found"
+            return f"no flat plateau reaching the largest working set ({size_text(largest)}{note}) past the caches: not found"
         return "no plateau found"
-    text = (
-        f"final plateau {size_text(plateau.first_bytes)}–{size_text(plateau.last_bytes)}{note} ({plateau.points} points), "
-        "to the largest working set"
-    )
-    if llc:
+    text = memory_text(memory, note)
+    plateau = memory.plateau
+    if llc and plateau.first_bytes <= WELL_BEFORE * llc:
+        cache_end = before.last_bytes if before is not None else None
         text += (
-            f", past the sysfs LLC {size_text(llc)}" if plateau.last_bytes > llc
-            else f", before the sysfs LLC {size_text(llc)} but past a plateau of every cache level sysfs names"
+            f"; sysfs and the curve disagree: memory from {size_text(plateau.first_bytes)} of lines"
+            + (f" (the last cache plateau ends at {size_text(cache_end)})" if cache_end else "")
+            + f" against a sysfs LLC of {size_text(llc)}: an effective cache smaller than reported (a VM's share of a host L3?)"
         )
-        if plateau.first_bytes <= WELL_BEFORE * llc:
-            cache_end = before.last_bytes if before is not None else None
-            text += (
-                f"; the caches end well before sysfs says: memory latency from {size_text(plateau.first_bytes)} of lines"
-                + (f" (the last cache plateau ends at {size_text(cache_end)})" if cache_end else "")
-                + f" against a sysfs LLC of {size_text(llc)}: an effective cache smaller than reported (a VM's share of a host L3?)"
-            )
-    if held:
-        text += (
-            f"; the sweep stopped once it held within {percent(latency_sweep.HELD, spaced=False)} over {latency_sweep.SPAN_OCTAVES} "
-            "doublings past the caches (docs/latency_sweep.md)"
-        )
-    if (flag := memory_reach(largest, llc, held)) is not None:
-        text += f"; {flag}"
+    if idle is not None:
+        text += f"; the idle latency: median over runs of each run's median there ({int(idle['runs'])} run{'s' * (int(idle['runs']) != 1)}, " \
+                f"{idle['ns_min']:.1f}–{idle['ns_max']:.1f} ns)"
     return text
 
 
@@ -300,8 +208,7 @@ def policy_memory_rows(cells: pd.DataFrame, system: str, levels: list[tuple[str,
             if curve.empty:  # every point of this page size disturbed: its column reads "not found"
                 continue
             lines = touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
-            found = plateaus(lines.values, curve.values)
-            memory = memory_plateau(found, levels)
+            memory = find_memory(lines.values, curve.values, levels, _held(points, lines, curve, levels))
             text = memory_derivation(memory, llc, _largest(lines), None, " of lines" if lines.ne(curve.index.to_series()).any() else "")
             rows.setdefault(level, {})[pages] = {"ns": memory.ns if memory else None, "derivation": f"policy {policy}: {text}"}
     return rows
@@ -326,16 +233,69 @@ def _derivations(per_pages: dict[str, dict], pages: list[str]) -> list[str]:
     return [f"{page}: {text}" for page, text in texts.items()]
 
 
+def _local_idle(latencies: pd.DataFrame | None, system: str, page: str) -> pd.Series | None:
+    """The local idle latency of one system and page size, where it was
+    taken over a memory plateau (not a lone largest point)."""
+    if latencies is None or latencies.empty or "lines_first" not in latencies:
+        return None
+    mine = latencies[(latencies["system"] == system) & (latencies["placement"] == "local") & (latencies["pages"] == page)
+                     & latencies["lines_first"].notna()]  # fmt: skip
+    return None if mine.empty else mine.iloc[0]
+
+
+def _held(points: pd.DataFrame, lines: pd.Series, curve: pd.Series, levels: list[tuple[str, int]]) -> bool:
+    """Whether a run of this curve stopped "held" by the C stop rule; from
+    the pooled curve by the rule's mirror where the records predate it."""
+    if "sweep_held" in points:
+        return held_runs(points) > 0
+    return bool(levels) and latency_sweep.answer_in(lines.values, curve.values, len(levels), levels[-1][1])
+
+
+def _page_rows(points: pd.DataFrame, levels: list[tuple[str, int]], clock: dict, line_bytes: int,
+               idle: pd.Series | None) -> dict[str, dict]:
+    """One page size's column of the table: level -> {ns, cycles, derivation[, memory's flag]}."""
+    spacing = points["chase_spacing_requested"].iloc[0] if "chase_spacing_requested" in points else None
+    curve = points.groupby("working_set_bytes")["ns_median"].median().dropna()  # a point whose every run was disturbed has no number
+    if curve.empty:  # every point of this page size disturbed: its column reads "not found"
+        return {}
+    lines = touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
+    found = plateaus(lines.values, curve.values)
+    memory = find_memory(lines.values, curve.values, levels, _held(points, lines, curve, levels))
+    named = name_plateaus(found, levels, memory.plateau if memory else None)
+    note = (
+        f" of lines (one pointer per {int(spacing)} B: spans {int(spacing) // line_bytes}× larger)"
+        if lines.ne(curve.index.to_series()).any() else ""
+    )
+    llc = levels[-1][1] if levels else None
+    out = {}
+    for name, plateau in named.items():
+        ns = plateau.ns if plateau else None
+        if name == MEMORY:
+            before = found[found.index(plateau) - 1] if plateau is not None and found.index(plateau) > 0 else None
+            ns = None if memory is None else float(idle["ns"]) if idle is not None else memory.ns
+            text = memory_derivation(memory, llc, _largest(lines), before, note, idle)
+        else:
+            text = derivation(name, plateau, dict(levels), _largest(lines), note)
+        out[name] = {"ns": ns, "cycles": _cycles(ns, clock["ghz"]), "derivation": text}
+        if name == MEMORY:
+            out[name].update(flag=memory_reach(_largest(lines), llc, memory), largest_lines=_largest(lines),
+                             reached=ns is not None or not llc or _largest(lines) > llc)  # fmt: skip
+    return out
+
+
 def hierarchy(
     cells: pd.DataFrame,
     topologies: dict[str, dict],
     clocks: dict[str, dict] | None = None,
     extra_rows: dict[str, dict[str, dict]] | None = None,
+    latencies: pd.DataFrame | None = None,
 ) -> list[dict]:
     """Per system: the levels found per page size, each with ns, cycles and
     the derivation. clocks: system -> {"ghz": float | None, "source": str};
     extra_rows: system -> level -> {"ns", "derivation"}, rows measured
-    without a page size (cache-to-cache hand-offs), shown for every one."""
+    without a page size (cache-to-cache hand-offs), shown for every one;
+    latencies: the idle latencies (membench.analyse.concurrency), whose
+    local one is the memory row's number where its plateau was found."""
     curves = sweep_curves(cells)
     systems = list(dict.fromkeys([*curves["system"], *(extra_rows or {})]))
     systems += [s for s in dict.fromkeys(cells["system"]) if s not in systems and matrix_memory_rows(cells, s)]
@@ -353,41 +313,9 @@ def hierarchy(
         rows: dict[str, dict] = {}
         line_bytes = int(topologies.get(system, {}).get("line_bytes") or 64)
         for page in pages:
-            points = mine[mine["pages"] == page]
-            spacing = points["chase_spacing_requested"].iloc[0] if "chase_spacing_requested" in points else None
-            curve = points.groupby("working_set_bytes")["ns_median"].median().dropna()  # a point whose every run was disturbed has no number
-            if curve.empty:  # every point of this page size disturbed: its column reads "not found"
-                continue
-            lines = touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
-            found = plateaus(lines.values, curve.values)
-            named = name_plateaus(found, levels)
-            held = named[MEMORY] is not None and latency_sweep.answer_in(
-                lines.values, curve.values, len(levels), levels[-1][1] if levels else None
-            )
-            note = (
-                f" of lines (one pointer per {int(spacing)} B: spans {int(spacing) // line_bytes}× larger)"
-                if lines.ne(curve.index.to_series()).any() else ""
-            )
-            llc = levels[-1][1] if levels else None
-            past_llc = memory_latency(lines, curve, llc)
-            for name, plateau in named.items():
-                row = rows.setdefault(name, {"level": name, "per_pages": {}})
-                ns = plateau.ns if plateau else None
-                if name == MEMORY and past_llc is not None and plateau is not None:  # a curve still rising is no memory row
-                    llc_plateau = named.get(levels[-1][0]) if levels else None
-                    ns, text = past_llc["ns"], memory_latency_text(past_llc, llc, llc_plateau.ns if llc_plateau else None) + note
-                elif name == MEMORY:
-                    before = found[found.index(plateau) - 1] if plateau is not None and found.index(plateau) > 0 else None
-                    text = memory_derivation(plateau, llc, _largest(lines), before, note, held)
-                else:
-                    text = derivation(name, plateau, sizes, _largest(lines), note)
-                row["per_pages"][page] = {
-                    "ns": ns,
-                    "cycles": _cycles(ns, clock["ghz"]),
-                    "derivation": text,
-                    **({"flag": memory_reach(_largest(lines), llc, held), "largest_lines": _largest(lines),
-                        "reached": ns is not None or not llc or _largest(lines) > llc} if name == MEMORY else {}),
-                }  # fmt: skip
+            idle = _local_idle(latencies, system, page)
+            for name, one in _page_rows(mine[mine["pages"] == page], levels, clock, line_bytes, idle).items():
+                rows.setdefault(name, {"level": name, "per_pages": {}})["per_pages"][page] = one
         matrix_rows = matrix_memory_rows(cells, system)
         for level, per_pages in policy_memory_rows(cells, system, levels, line_bytes).items():
             matrix_rows.setdefault(level, per_pages)  # a node matrix, where measured, gives these rows

@@ -155,6 +155,8 @@ def summarise_cells(table: pd.DataFrame) -> pd.DataFrame:
         row.update(disturbance_counts(ok))
         used = undisturbed(ok)
         row["n_used"] = len(used)
+        if "sweep_end" in ok:  # runs whose chase sweep the C stop rule ended as held past the caches
+            row["sweep_held"] = int((ok["sweep_end"] == "held").sum())
         for metric, prefix in (("gbps", "gbps"), ("ns_per_load", "ns")):
             if metric in ok and ok[metric].notna().any():
                 row[f"{prefix}_median_all"] = ok[metric].astype(float).median()

@@ -22,7 +22,7 @@ from membench.analyse.c2c_summary import hierarchy_rows, report_table
 from membench.analyse.injection import loaded_little_table
 from membench.probe.topology import llc_total_bytes
 from membench.findings.headline import system_headlines
-from membench.analyse.hierarchy import hierarchy, measured_clocks
+from membench.analyse.hierarchy import cache_levels, hierarchy, measured_clocks
 from membench.analyse.peak import best_shares, cell_shares, concurrency_needed, system_peaks
 from membench.analyse.stats import add_series
 from membench.findings.tables import idle_latency_table, tables_for
@@ -146,19 +146,23 @@ def _axes(spec: dict, part: pd.DataFrame) -> dict:
     return text
 
 
-def derived_tables(config: dict, cells: pd.DataFrame, systems: dict[str, dict], c2c_classes: pd.DataFrame | None) -> dict:
+def derived_tables(config: dict, cells: pd.DataFrame, systems: dict[str, dict], c2c_classes: pd.DataFrame | None,
+                   runs: pd.DataFrame | None = None) -> dict:
     """The analyse stage's derived tables that the sections and the
     findings both read: peaks and shares of peak, effective concurrency,
-    idle latencies, the hierarchy."""
+    idle latencies, the hierarchy. runs: the undisturbed ok records, over
+    which the idle latency is a statistic of runs (one memory latency for
+    the first screen, the hierarchy, effective concurrency and loaded/idle)."""
     line_bytes = {name: system["topology"]["line_bytes"] for name, system in systems.items()}
     llc_bytes = {name: system["topology"].get("llc_bytes") for name, system in systems.items()}
+    topologies = {name: system["topology"] for name, system in systems.items()}
+    latencies = idle_latencies(cells, llc_bytes, line_bytes, runs, {name: cache_levels(t) for name, t in topologies.items()})
     peaks = system_peaks(systems, config.get("systems"))
     shares = cell_shares(cells, peaks)
-    ec = concurrency_needed(effective_concurrency(cells, line_bytes, llc_bytes), shares, line_bytes)
-    levels = hierarchy(cells, {name: system["topology"] for name, system in systems.items()}, measured_clocks(cells),
-                       hierarchy_rows(c2c_classes))  # fmt: skip
+    ec = concurrency_needed(effective_concurrency(cells, line_bytes, llc_bytes, latencies), shares, line_bytes)
+    levels = hierarchy(cells, topologies, measured_clocks(cells), hierarchy_rows(c2c_classes), latencies)
     return {"line_bytes": line_bytes, "peaks": peaks, "shares": shares, "ec": ec, "best": best_shares(shares),
-            "latencies": idle_latencies(cells, llc_bytes, line_bytes), "levels": levels}  # fmt: skip
+            "latencies": latencies, "levels": levels}  # fmt: skip
 
 
 def build_sections(
