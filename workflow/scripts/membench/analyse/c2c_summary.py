@@ -202,6 +202,50 @@ HIERARCHY_CLASSES = {
     "other_package": "other package",
 }
 HIERARCHY_OPS = ("dirty", "clean", "two_line")
+# Cache-line transfers in one hand-off as each op reports it: clean, dirty
+# and cas move the line once; two_line's half round trip moves two lines.
+# Ops of different counts are never one range.
+TRANSFERS = {"clean": 1, "dirty": 1, "cas": 1, "two_line": 2}
+# Classes whose two CPUs share a cache by the topology (-> what they share):
+# a hand-off between them is a hit in it plus a snoop, well under memory.
+SHARED_CACHE_CLASSES = {"smt": "core", "same_l2": "L2", "same_l3": "L3"}
+# A transfer costing this share of the idle memory latency or more is "about
+# the memory latency". A 2-vCPU Zen 2 guest whose sysfs said one L3 read
+# clean / dirty hand-offs of 0.9-1.2 x its memory latency (the host had
+# put the vCPUs on different dies); the margin leaves room for noise on
+# both numbers.
+MEMORY_LIKE_SHARE = 0.8
+
+
+def memory_by_system(latencies: pd.DataFrame | None) -> dict[str, float]:
+    """system -> its idle memory latency (ns) as the analyse stage's idle
+    latency table has it (membench.analyse.concurrency.idle_latencies):
+    local placement and the smallest pages first, the first row otherwise."""
+    if latencies is None or latencies.empty or "ns" not in latencies:
+        return {}
+    out = {}
+    for system, mine in latencies[latencies["ns"].notna()].groupby("system", sort=False):
+        local = mine[mine["placement"] == "local"] if "placement" in mine else mine
+        out[system] = float((local if not local.empty else mine)["ns"].iloc[0])
+    return out
+
+
+def memory_like(op: str, pair_class: str, handoff_ns, memory_ns) -> str | None:
+    """The flag of a hand-off between CPUs that share a cache by the
+    topology yet cost about the memory latency per transfer: the guest's
+    topology and the latency disagree. None when it does not, or when
+    either number is missing."""
+    if pair_class not in SHARED_CACHE_CLASSES or op not in TRANSFERS or not memory_ns or handoff_ns is None:
+        return None
+    if pd.isna(handoff_ns):
+        return None
+    per_transfer = float(handoff_ns) / TRANSFERS[op]
+    if per_transfer < MEMORY_LIKE_SHARE * float(memory_ns):
+        return None
+    each = f"{per_transfer:.1f} ns per transfer" if TRANSFERS[op] > 1 else f"{per_transfer:.1f} ns"
+    return (f"{pair_class} {op} {each} against a memory latency of {float(memory_ns):.1f} ns: the topology says "
+            f"these CPUs share a cache, the latency says the line came from about as far as memory (a host may "
+            f"have put the vCPUs on different dies or sockets while the guest's sysfs shows one {SHARED_CACHE_CLASSES[pair_class]})")
 
 
 def hierarchy_label(op: str, pair_class: str) -> str | None:
@@ -220,12 +264,14 @@ def _modes_said(modes) -> str:
             "repetitions caught)")
 
 
-def hierarchy_rows(classes: pd.DataFrame, op: str | None = None) -> dict[str, dict[str, dict]]:
-    """system -> row label -> {"ns", "derivation"} from c2c_classes.csv
-    (membench.analyse.hierarchy.hierarchy's extra_rows): one row per op of
-    HIERARCHY_OPS (or only `op`) and class, labelled by hierarchy_label with
-    the quantity it measures; a class or op not measured on a system gives
-    no row."""
+def hierarchy_rows(classes: pd.DataFrame, op: str | None = None, memory_ns: dict[str, float] | None = None) -> dict[str, dict[str, dict]]:
+    """system -> row label -> {"ns", "derivation"[, "flag"]} from
+    c2c_classes.csv (membench.analyse.hierarchy.hierarchy's extra_rows): one
+    row per op of HIERARCHY_OPS (or only `op`) and class, labelled by
+    hierarchy_label with the quantity it measures; a class or op not
+    measured on a system gives no row. memory_ns: system -> idle memory
+    latency (memory_by_system); a row costing about it is flagged
+    (memory_like)."""
     out: dict[str, dict[str, dict]] = {}
     if classes is None or classes.empty:
         return out
@@ -246,7 +292,9 @@ def hierarchy_rows(classes: pd.DataFrame, op: str | None = None) -> dict[str, di
                 f"(membench.core.disturbance), none left to conclude from",
             }
             continue
+        flag = memory_like(row.op, row.pair_class, row.handoff_ns_median, (memory_ns or {}).get(row.system))
         out.setdefault(row.system, {})[label] = {
+            **({"flag": flag} if flag else {}),
             "ns": float(row.handoff_ns_median),
             "derivation": (
                 f"c2c {row.op}, experiment {row.experiment}: median hand-off over {row.records} records of "

@@ -106,8 +106,9 @@ def comparisons(cells: pd.DataFrame, runs: pd.DataFrame, axis: str, column: str,
             row = group[group[axis] == level].iloc[0]
             result = evidence.effect(_runs_of(runs, first["cell"], op, column), _runs_of(runs, row["cell"], op, column))
             label = f"{AXIS_WORDS.get(axis, axis)} {start} → {level}" + (f" at {where}" if where else "") + (f", {op}" if isinstance(op, str) else "")
+            at_levels = {a: str(first[a]) for a in _varying(cells) if a != axis}
             out.append({**detail(label, result, [first["cell"], row["cell"]]), "axis": axis, "base": str(start),
-                        "level": str(level), "op": op, "at": where})  # fmt: skip
+                        "level": str(level), "op": op, "at": where, "at_levels": at_levels})  # fmt: skip
     return out
 
 
@@ -122,15 +123,19 @@ def finding(paper: str, main: dict | None, details: list[dict], text: str) -> di
     return {"paper": paper, "question": QUESTIONS[paper] if paper else OWN_QUESTION, **head, "text": text, "details": details}
 
 
-def _spread_details(cells: pd.DataFrame, runs: pd.DataFrame, column: str, op) -> list[dict]:
-    """The run-to-run spread (coefficient of variation) of each cell, for one op."""
+def _spread_details(cells: pd.DataFrame, runs: pd.DataFrame, column: str, ops: list) -> list[dict]:
+    """The run-to-run spread (coefficient of variation) of each cell and op
+    (every op: a paper's spread is of its own op, Colfax's of copy)."""
     out = []
-    for row in cells[cells["op"] == op].itertuples() if op is not None else cells.itertuples():
+    for row in cells[cells["op"].isin(ops)].itertuples() if ops != [None] else cells.itertuples():
+        op = row.op if ops != [None] else None
         values = _runs_of(runs, row.cell, op, column)
         if len(values) < 2:
             continue
         cv = float(values.std(ddof=1) / values.mean())
-        out.append({"label": f"spread {_level_text('affinity', row.affinity)}, {_level_text('threads', row.threads)}",
+        named = f", {op}" if len(ops) > 1 else ""
+        out.append({"label": f"spread {_level_text('affinity', row.affinity)}, {_level_text('threads', row.threads)}{named}",
+                    "affinity": str(row.affinity), "threads": int(row.threads), "op": op,
                     "value": cv, "unit": "cv", "n": len(values), "interval": [float(values.min()), float(values.max())],
                     "interval_kind": "minimum–maximum of runs (GB/s)", "decided": len(values) >= evidence.DECIDE_RUNS,
                     "status": "decided" if len(values) >= evidence.DECIDE_RUNS else f"undecided at n={len(values)}",
@@ -150,6 +155,19 @@ def same_cpus(cells: pd.DataFrame, runs: pd.DataFrame, cpus: int) -> list[str]:
     return full
 
 
+def machine_nodes(runs: pd.DataFrame) -> int | None:
+    """How many NUMA nodes with memory the machine had (each record's
+    memory_nodes, "[0, 1]"); None where the records do not say."""
+    counts = set()
+    for text in runs["memory_nodes"].dropna() if "memory_nodes" in runs else []:
+        try:
+            nodes = json.loads(text) if isinstance(text, str) else list(text)
+        except (TypeError, ValueError):
+            continue
+        counts.add(len(nodes))
+    return max(counts) if counts else None
+
+
 def placement_answer(cells: pd.DataFrame, runs: pd.DataFrame, modes: pd.DataFrame, cpus: int) -> dict:
     """Colfax: none vs close vs spread at each thread count, in the mean
     (an effect per op) and in the spread (each cell's coefficient of
@@ -160,9 +178,9 @@ def placement_answer(cells: pd.DataFrame, runs: pd.DataFrame, modes: pd.DataFram
         return scaling_answer("colfax", cells, runs)
     effects = comparisons(cells, runs, "affinity", column, base="none")
     top = cells["threads"].max()
-    shown = [e for e in effects if e["op"] == ops[-1] and str(top) in e["at"] or e["op"] == ops[-1] and not e["at"]]
+    shown = [e for e in effects if e["op"] == ops[-1] and float(e["at_levels"].get("threads", top)) == float(top)]
     main = next((e for e in shown if e["level"] == "spread"), shown[0] if shown else None)
-    details = effects + _spread_details(cells, runs, column, ops[-1])
+    details = effects + _spread_details(cells, runs, column, ops)
     text = main["text"] if main else "no two placements at one thread count"
     full = same_cpus(cells, runs, cpus)
     on_all = cells[cells["cell"].isin(full) & (cells["op"] == ops[-1])] if ops[-1] is not None else cells.iloc[0:0]
@@ -175,7 +193,8 @@ def placement_answer(cells: pd.DataFrame, runs: pd.DataFrame, modes: pd.DataFram
                     continue
                 label = f"same CPUs: affinity {a.affinity} → {b.affinity} at {int(threads)} threads, {ops[-1]}"
                 pairs.append({**detail(label, e, [a.cell, b.cell]), "axis": "affinity", "base": str(a.affinity),
-                              "level": str(b.affinity), "op": ops[-1], "at": "same CPUs"})  # fmt: skip
+                              "level": str(b.affinity), "op": ops[-1], "at": "same CPUs",
+                              "at_levels": {"threads": str(threads)}, "nodes": machine_nodes(runs)})  # fmt: skip
         if pairs:
             details += pairs
             widest = _decided_first(pairs)[0]
@@ -325,8 +344,8 @@ def bandwidth_answer(paper: str, cells: pd.DataFrame, runs: pd.DataFrame, modes,
         return placement_answer(measured, runs, modes, cpus)
     if paper == "mccalpin":
         return feature_answer(measured, runs, ec)
-    if paper == "ornl":
-        return size_answer(measured, runs)
+    if paper == "ornl":  # the nodes say whether a spill could be measured here at all
+        return {**size_answer(measured, runs), "memory_nodes": machine_nodes(runs)}
     if paper == "mlc":
         return mix_answer(measured, runs)
     return scaling_answer(paper, measured, runs)

@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from membench.analyse.concurrency import placement_key
+from membench.analyse.c2c_summary import TRANSFERS, memory_like
+from membench.analyse.concurrency import latency_run_values
 from membench.core.text import size_text
 from membench.findings import evidence
 from membench.findings.answers import finding, detail, metric_of
-
-
-def _placed(runs: pd.DataFrame) -> pd.Series:
-    return pd.Series([placement_key(p, a) for p, a in zip(runs["policy_requested"], runs["affinity"])], index=runs.index)
 
 
 def _pair_is_local(placement: str) -> bool:
@@ -28,13 +25,11 @@ def _pair_is_local(placement: str) -> bool:
     return memory.split(":")[-1] == cpus
 
 
-def idle_runs(runs: pd.DataFrame, latency: pd.Series) -> pd.Series:
-    """The repetitions behind one idle latency: the random chase at its
-    working set, pages and placement."""
-    chase = runs[(runs["op"] == "random") & (runs["pages"] == latency["pages"])
-                 & (runs["working_set_bytes"] == latency["working_set_bytes"])]  # fmt: skip
-    chase = chase[_placed(chase) == latency["placement"]] if not chase.empty else chase
-    return chase["ns_per_load"].dropna().astype(float)
+def idle_runs(runs: pd.DataFrame, latency: pd.Series, line_bytes: int = 64) -> pd.Series:
+    """The repetitions behind one idle latency, one value a run: its median
+    over the memory plateau's points (membench.analyse.concurrency.
+    latency_run_values, the rule the latency itself is taken by)."""
+    return latency_run_values(runs, latency, line_bytes)
 
 
 def latency_answer(runs: pd.DataFrame, latencies: pd.DataFrame, levels: dict | None) -> dict:
@@ -84,35 +79,83 @@ def latency_answer(runs: pd.DataFrame, latencies: pd.DataFrame, levels: dict | N
     return finding("aws-latency", main, details, text)
 
 
+def _delay(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("inf")
+
+
+def _lost_point(row) -> dict:
+    """A load point whose every ok run was disturbed: what those runs still
+    bound (noise slows the chase, so its latency at the load they reached
+    is at most what they read)."""
+    ns, gbps = getattr(row, "ns_median_all", None), getattr(row, "gbps_median_all", None)
+    bound = f"latency at most {ns:.1f} ns at the {gbps:.1f} GB/s they reached" if pd.notna(ns) and pd.notna(gbps) else "no bound recorded"
+    return {"label": f"delay {row.load_delay_requested}", "value": None, "unit": "ns", "n": 0, "interval": None,
+            "interval_kind": None, "decided": False, "status": f"every one of {int(row.n_ok)} runs disturbed",
+            "cells": [row.cell], "load_gbps": None, "disturbed": True, "delay": _delay(row.load_delay_requested), "bound_ns": None if pd.isna(ns) else float(ns),
+            "text": f"delay {row.load_delay_requested}: every one of {int(row.n_ok)} runs disturbed; {bound}"}  # fmt: skip
+
+
 def loaded_answer(cells: pd.DataFrame, runs: pd.DataFrame, idle: pd.Series | None) -> dict:
     """The chase's latency at the highest injected bandwidth (by the load
-    threads' GB/s), against the idle latency; the curve's points as details."""
+    threads' GB/s), against the idle latency; the curve's points as
+    details. Heavier points (shorter delays) whose every run was disturbed
+    are said first, with their bound: the answer is then at a lighter
+    load, never called the heaviest."""
     column, _ = metric_of("loaded")
     measured = cells[cells["n_ok"] > 0]
     details = []
     for row in measured.sort_values("load_delay_requested").itertuples():
         values = runs.loc[runs["cell"] == row.cell, column].dropna().astype(float)
+        if values.empty:
+            details.append(_lost_point(row))
+            continue
         gbps = runs.loc[runs["cell"] == row.cell, "gbps"].dropna().astype(float)
         label = f"delay {row.load_delay_requested}, {row.op} load {gbps.median():.1f} GB/s" if len(gbps) else f"delay {row.load_delay_requested}"
-        details.append({**detail(label, evidence.quantity(values, "ns"), [row.cell]),
+        details.append({**detail(label, evidence.quantity(values, "ns"), [row.cell]), "delay": _delay(row.load_delay_requested),
                         "load_gbps": float(gbps.median()) if len(gbps) else None})  # fmt: skip
     known = [d for d in details if d["value"] is not None and d["load_gbps"] is not None]
     if not known:
-        return finding("aws-loaded", None, details, "not measured: no undisturbed loaded run")
+        said = "; ".join(d["text"] for d in details if d.get("disturbed"))
+        return finding("aws-loaded", None, details, f"heaviest loads: every run disturbed ({said})" if said
+                       else "not measured: no undisturbed loaded run")  # fmt: skip
     heaviest = max(known, key=lambda d: d["load_gbps"])
-    text = f"at {heaviest['load_gbps']:.1f} GB/s of load: {evidence.quantity_text(heaviest)}"
-    main = heaviest
+    lost = [d for d in details if d.get("disturbed") and d["delay"] < heaviest["delay"]]
+    main = {**heaviest, "heaviest_lost": bool(lost)}
+    if lost:
+        text = (f"heaviest loads: every run disturbed ({'; '.join(d['text'] for d in lost)}); "
+                f"the heaviest undisturbed, {heaviest['label']}: {evidence.quantity_text(heaviest)}")  # fmt: skip
+    else:
+        text = f"at {heaviest['load_gbps']:.1f} GB/s of load: {evidence.quantity_text(heaviest)}"
     if idle is not None and len(idle):
         loaded = runs.loc[runs["cell"] == heaviest["cells"][0], column].dropna().astype(float)
         ratio = evidence.effect(idle, loaded)
-        details.append(detail("loaded against idle latency", ratio, heaviest["cells"]))
-        text += f"; against idle {evidence.change_text(ratio)}"
+        details.append({**detail("loaded against idle latency", ratio, heaviest["cells"]), "heaviest_lost": bool(lost)})
+        text += f"; against idle {evidence.change_text(ratio)}" + (" at that lighter load" if lost else "")
     return finding("aws-loaded", main, details, text)
 
 
-def c2c_answer(classes: pd.DataFrame | None, runs: pd.DataFrame) -> dict:
+def _per_transfer_ranges(details: list[dict]) -> list[str]:
+    """Per op: its value, or its range over classes; ops of different
+    transfer counts stay apart (c2c_summary.TRANSFERS)."""
+    parts = []
+    for op in dict.fromkeys(d["op"] for d in details):
+        mine = [d for d in details if d["op"] == op]
+        low, high = min(mine, key=lambda d: d["value"]), max(mine, key=lambda d: d["value"])
+        count = TRANSFERS.get(op, 1)
+        of = f", {count} transfers" if count > 1 else ""
+        parts.append(f"{op} {low['value']:.1f} ns ({low['pair_class']}, n={low['n']}{of})" if len(mine) == 1 else
+                     f"{op} {low['value']:.1f} ns ({low['pair_class']}) to {high['value']:.1f} ns ({high['pair_class']}){of}")  # fmt: skip
+    return parts
+
+
+def c2c_answer(classes: pd.DataFrame | None, runs: pd.DataFrame, memory_ns: float | None = None) -> dict:
     """Per locality class and op: the hand-off's median over its
-    repetitions; the answer is the closest class's first op."""
+    repetitions; the answer is the closest class's first op. memory_ns:
+    the idle memory latency; a class whose CPUs share a cache yet whose
+    hand-off costs about it is flagged (c2c_summary.memory_like)."""
     details = []
     if classes is not None and not classes.empty and "handoff_ns" in runs:
         for row in classes.itertuples():
@@ -120,19 +163,20 @@ def c2c_answer(classes: pd.DataFrame | None, runs: pd.DataFrame) -> dict:
             if values.empty:
                 continue
             cells = sorted(runs.loc[values.index, "cell"].unique().tolist())
-            details.append({**detail(f"{row.op}, {row.pair_class}", evidence.quantity(values, "ns"), cells),
-                            "op": row.op, "pair_class": row.pair_class})  # fmt: skip
+            result = evidence.quantity(values, "ns")
+            flag = memory_like(row.op, row.pair_class, result["value"], memory_ns)
+            details.append({**detail(f"{row.op}, {row.pair_class}", result, cells), "op": row.op, "pair_class": row.pair_class,
+                            "transfers": TRANSFERS.get(row.op, 1), **({"flag": flag} if flag else {})})  # fmt: skip
     if not details:
         return finding("aws-c2c", None, [], "not measured: every locality class skipped or disturbed")
     main = details[0]
-    parts = []
-    for op in dict.fromkeys(d["op"] for d in details):
-        mine = [d for d in details if d["op"] == op]
-        low, high = min(mine, key=lambda d: d["value"]), max(mine, key=lambda d: d["value"])
-        parts.append(f"{op} {low['value']:.1f} ns ({low['pair_class']}, n={low['n']})" if len(mine) == 1 else
-                     f"{op} {low['value']:.1f} ns ({low['pair_class']}) to {high['value']:.1f} ns ({high['pair_class']})")  # fmt: skip
-    text = "; ".join(parts)
+    text = "; ".join(_per_transfer_ranges(details))
     skipped = int((classes["records"] == 0).sum()) if "records" in classes else 0
     if skipped:
         text += f"; {skipped} class × op rows this host lacks"
+    flagged = [d for d in details if d.get("flag")]
+    if flagged:
+        which = ", ".join(f"{d['pair_class']} {d['op']} {d['value'] / d['transfers']:.1f}" for d in flagged)
+        text += (f"; FLAG: {which} ns per transfer, about the memory latency ({memory_ns:.1f} ns): the topology says "
+                 "these CPUs share a cache, the latency says the line came from about as far as memory")  # fmt: skip
     return finding("aws-c2c", main, details, text)
