@@ -177,9 +177,9 @@ compare:
 # The run as one checkable archive, a Workflow Run RO-Crate (docs/bundle.md):
 # make bundle [BUNDLE=results/run.crate.zip]. make compare takes a bundle on
 # either side (BASE=run.crate.zip), checked and unpacked under OUT first.
-BUNDLE ?= results/run.crate.zip
+BUNDLE ?= $(if $(RESULTS),$(RESULTS)/results/run.crate.zip,results/run.crate.zip)
 bundle: $(STAMP)
-	$(BIN)/python workflow/scripts/run_bundle.py write --results results --config $(CONFIG) --out $(BUNDLE)
+	$(BIN)/python workflow/scripts/run_bundle.py write --results $(call quote,$(if $(RESULTS),$(RESULTS)/results,results)) --config $(call quote,$(CONFIG)) --out $(call quote,$(BUNDLE))
 
 # A checked bundle as a published machine of the atlas (docs/bundle.md):
 # make reference BUNDLE=run.crate.zip NAME=slug ADDRESS=https://... [SYSTEM=s]
