@@ -335,3 +335,39 @@ def test_one_pair_split_into_modes_is_said_unexplained_different_pairs_are_not()
     row = c2c_summary.hierarchy_rows(classes)["s"][c2c_summary.hierarchy_label("two_line", "same_l3")]
     assert "UNEXPLAINED: repetitions split into modes 40.5 ns x2, 248.0 ns x2" in row["derivation"]
     assert any("modes, unexplained" in r[3] for r in c2c_summary.report_table(classes)["rows"])
+
+
+def test_a_shared_cache_class_at_the_memory_latency_is_flagged():
+    """Issue 50: a 2-vCPU Zen 2 guest whose sysfs said one L3 read clean and
+    dirty hand-offs of 108-140 ns against a memory latency of 115 ns (the
+    host had put the vCPUs on different dies). Planted: same_l3 at 40 ns
+    per transfer, other_package at 160; memory at 45 ns flags same_l3 (one
+    transfer: 40 >= 0.8 x 45) but never a class that shares no cache, and
+    two_line (2 transfers, 40 ns apiece the same)."""
+    topo = synthetic()
+    pairs = [p for v in c2c_pairs.sample(topo, 2).values() for p in v]
+    table = fake_records(topo, pairs, lambda a, b: "x:0", ops=("clean", "dirty", "two_line"))
+    table.loc[table["op"] == "two_line", "handoff_ns"] *= 2  # two transfers per hand-off
+    classes = c2c_summary.class_table(table)
+    flagged = c2c_summary.hierarchy_rows(classes, memory_ns={"s": 45.0})["s"]
+    assert flagged[c2c_summary.hierarchy_label("dirty", "same_l3")]["flag"].startswith("same_l3 dirty 40.5 ns against a memory latency of 45.0 ns")
+    assert "40.5 ns per transfer" in flagged[c2c_summary.hierarchy_label("two_line", "same_l3")]["flag"]
+    assert "flag" not in flagged[c2c_summary.hierarchy_label("dirty", "other_package")]
+    assert all("flag" not in row for row in c2c_summary.hierarchy_rows(classes, memory_ns={"s": 60.0})["s"].values())
+    assert all("flag" not in row for row in c2c_summary.hierarchy_rows(classes)["s"].values())  # no memory latency: no judgement
+
+
+def test_the_c2c_answer_flags_the_class_and_keeps_one_and_two_transfer_ops_apart():
+    from membench.findings import latency_answers
+
+    classes = pd.DataFrame([{"op": op, "pair_class": c, "records": 3} for op in ("clean", "two_line") for c in ("same_l3", "other_package")])
+    values = {("clean", "same_l3"): 110.0, ("clean", "other_package"): 180.0, ("two_line", "same_l3"): 230.0, ("two_line", "other_package"): 400.0}
+    runs = pd.DataFrame([{"cell": op, "op": op, "pair_class": c, "handoff_ns": v + d} for (op, c), v in values.items() for d in (-1, 0, 1)])
+    found = latency_answers.c2c_answer(classes, runs, memory_ns=119.5)
+    assert "clean 110.0 ns (same_l3) to 180.0 ns (other_package)" in found["text"]
+    assert "two_line 230.0 ns (same_l3) to 400.0 ns (other_package), 2 transfers" in found["text"]
+    assert "FLAG: same_l3 clean 110.0, same_l3 two_line 115.0 ns per transfer, about the memory latency (119.5 ns)" in found["text"]
+    assert [d["pair_class"] for d in found["details"] if d.get("flag")] == ["same_l3", "same_l3"]
+    assert "FLAG" not in latency_answers.c2c_answer(classes, runs)["text"]
+    assert c2c_summary.memory_by_system(pd.DataFrame([{"system": "s", "placement": "interleave", "ns": 130.0},
+                                                      {"system": "s", "placement": "local", "ns": 119.5}])) == {"s": 119.5}  # fmt: skip

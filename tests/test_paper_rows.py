@@ -236,3 +236,60 @@ def test_every_row_says_its_comparison_in_words():
     for r in rows:
         expected = {True: "yes", False: "no"}.get(r["same_direction"])
         assert r["comparison"] == expected or (r["same_direction"] is None and r["comparison"] != "yes")
+
+
+def test_one_node_is_read_from_threads_per_node_where_the_records_name_no_nodes():
+    cells, runs = study(COLFAX_RUNS)
+    runs = runs.drop(columns="memory_nodes").assign(threads_per_node=runs["threads"])
+    rows = papers.beside(answers.bandwidth_answer("colfax", cells, runs, None, pd.DataFrame(), 16), PAPERS, {}, None)
+    assert row(rows, "none → close (compact) at many threads")["comparison"] == "not applicable: one node, the same CPUs"
+    split = runs.assign(threads_per_node=runs["threads"] / 2)  # threads on two nodes: not one node
+    rows = papers.beside(answers.bandwidth_answer("colfax", cells, split, None, pd.DataFrame(), 16), PAPERS, {}, None)
+    assert row(rows, "none → close (compact) at many threads")["comparison"] == "not applicable: the same CPUs"
+
+
+# ------------------------------------------------------------------ loaded latency: what it lost
+
+
+def loaded_study(points: dict[int, list[tuple[float, float]] | None]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """delay -> undisturbed runs as (ns, GB/s), or None: its 3 ok runs all
+    disturbed (the cell keeps their medians, ns_median_all / gbps_median_all)."""
+    cells, runs = [], []
+    for delay, values in points.items():
+        cell = f"d{delay}"
+        lost = values is None
+        cells.append({"cell": cell, "op": "triad", "load_delay_requested": delay, "n_ok": 3,
+                      "ns_median_all": 140.0 + delay if lost else np.nan, "gbps_median_all": 30.0 - delay / 10 if lost else np.nan})  # fmt: skip
+        runs += [{"cell": cell, "ns_per_load": ns, "gbps": gbps} for ns, gbps in values or []]
+    return pd.DataFrame(cells), pd.DataFrame(runs, columns=["cell", "ns_per_load", "gbps"])
+
+
+def test_loaded_latency_never_calls_a_lighter_point_the_heaviest_load():
+    """delay 0 and 50 all disturbed (the Zen 2 guest's sitting): the answer
+    is delay 10's, said as the heaviest undisturbed, with the lost points'
+    bound first; the paper's row says it is at a lighter load."""
+    cells, runs = loaded_study({0: None, 10: [(120.0, 3.6), (124.0, 3.5)], 50: None})
+    idle = pd.Series([117.0, 118.0, 119.0])
+    found = latency_answers.loaded_answer(cells, runs, idle)
+    assert found["text"].startswith("heaviest loads: every run disturbed (delay 0: every one of 3 runs disturbed; "
+                                    "latency at most 140.0 ns at the 30.0 GB/s they reached)")
+    assert "delay 50" not in found["text"].split("; the heaviest undisturbed")[0]  # 50 is lighter than 10
+    assert "the heaviest undisturbed, delay 10" in found["text"] and not found["text"].startswith("at ")
+    assert found["value"] == pytest.approx(122.0)
+    ratio = next(d for d in found["details"] if d["label"] == "loaded against idle latency")
+    assert ratio["value"] == pytest.approx(gmean_ratio([117.0, 118.0, 119.0], [120.0, 124.0]))
+    paper_row = papers.beside(found, PAPERS, {}, None)[0]
+    assert paper_row["this_value"] == pytest.approx(ratio["value"]) and "lighter load" in paper_row["note"]
+
+
+def test_loaded_latency_with_its_heaviest_point_kept_says_the_load():
+    cells, runs = loaded_study({0: [(230.0, 93.0), (234.0, 94.0)], 10: [(180.0, 80.0), (185.0, 81.0)], 50: None})
+    found = latency_answers.loaded_answer(cells, runs, None)
+    assert found["text"].startswith("at 93.5 GB/s of load: 232.0 ns") and "disturbed" not in found["text"]
+
+
+def test_loaded_latency_with_every_point_disturbed_gives_the_bounds():
+    cells, runs = loaded_study({0: None, 10: None})
+    found = latency_answers.loaded_answer(cells, runs, None)
+    assert found["value"] is None and found["text"].startswith("heaviest loads: every run disturbed (delay 0")
+    assert "latency at most 150.0 ns at the 29.0 GB/s they reached" in found["text"]

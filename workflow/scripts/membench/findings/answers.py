@@ -155,20 +155,34 @@ def same_cpus(cells: pd.DataFrame, runs: pd.DataFrame, cpus: int) -> list[str]:
     return full
 
 
-def machine_nodes(runs: pd.DataFrame) -> int | None:
-    """How many NUMA nodes with memory the machine had (each record's
-    memory_nodes, "[0, 1]"); None where the records do not say."""
+def machine_nodes(runs: pd.DataFrame, nodes: int | None = None) -> int | None:
+    """How many NUMA nodes with memory the machine had: `nodes` (the
+    topology's) when given, else each record's memory_nodes ("[0, 1]");
+    None where neither says."""
+    if nodes:
+        return int(nodes)
     counts = set()
     for text in runs["memory_nodes"].dropna() if "memory_nodes" in runs else []:
         try:
-            nodes = json.loads(text) if isinstance(text, str) else list(text)
+            counts.add(len(json.loads(text) if isinstance(text, str) else list(text)))
         except (TypeError, ValueError):
             continue
-        counts.add(len(nodes))
     return max(counts) if counts else None
 
 
-def placement_answer(cells: pd.DataFrame, runs: pd.DataFrame, modes: pd.DataFrame, cpus: int) -> dict:
+def _one_node(runs: pd.DataFrame, cells: list[str], nodes: int | None) -> bool:
+    """Did these cells' threads, one on every CPU, all share one node? Then
+    the machine has one node (threads_per_node: the most on any node)."""
+    known = machine_nodes(runs, nodes)
+    if known is not None:
+        return known == 1
+    mine = runs[runs["cell"].isin(cells)]
+    if mine.empty or "threads_per_node" not in mine or mine["threads_per_node"].isna().any():
+        return False
+    return bool((mine["threads_per_node"].astype(float) == mine["threads"].astype(float)).all())
+
+
+def placement_answer(cells: pd.DataFrame, runs: pd.DataFrame, modes: pd.DataFrame, cpus: int, nodes: int | None = None) -> dict:
     """Colfax: none vs close vs spread at each thread count, in the mean
     (an effect per op) and in the spread (each cell's coefficient of
     variation); modes placement explains; placements on the same CPUs."""
@@ -194,7 +208,7 @@ def placement_answer(cells: pd.DataFrame, runs: pd.DataFrame, modes: pd.DataFram
                 label = f"same CPUs: affinity {a.affinity} → {b.affinity} at {int(threads)} threads, {ops[-1]}"
                 pairs.append({**detail(label, e, [a.cell, b.cell]), "axis": "affinity", "base": str(a.affinity),
                               "level": str(b.affinity), "op": ops[-1], "at": "same CPUs",
-                              "at_levels": {"threads": str(threads)}, "nodes": machine_nodes(runs)})  # fmt: skip
+                              "at_levels": {"threads": str(threads)}, "one_node": _one_node(runs, [a.cell, b.cell], nodes)})  # fmt: skip
         if pairs:
             details += pairs
             widest = _decided_first(pairs)[0]
@@ -335,17 +349,19 @@ def mix_answer(cells: pd.DataFrame, runs: pd.DataFrame) -> dict:
     return finding("mlc", main, details, text)
 
 
-def bandwidth_answer(paper: str, cells: pd.DataFrame, runs: pd.DataFrame, modes, ec, cpus: int) -> dict:
+def bandwidth_answer(paper: str, cells: pd.DataFrame, runs: pd.DataFrame, modes, ec, cpus: int, nodes: int | None = None) -> dict:
+    """nodes: the machine's NUMA nodes (the topology's), when the caller has
+    them; else the records' memory_nodes say it where they were read."""
     measured = past_caches(cells[cells["n_ok"] > 0]) if "cache" in cells else cells[cells["n_ok"] > 0]
     measured = measured if not measured.empty else cells[cells["n_ok"] > 0]
     if measured.empty:
         return finding(paper, None, [], "not measured: no cell has an undisturbed ok run")
     if paper == "colfax":
-        return placement_answer(measured, runs, modes, cpus)
+        return placement_answer(measured, runs, modes, cpus, nodes)
     if paper == "mccalpin":
         return feature_answer(measured, runs, ec)
     if paper == "ornl":  # the nodes say whether a spill could be measured here at all
-        return {**size_answer(measured, runs), "memory_nodes": machine_nodes(runs)}
+        return {**size_answer(measured, runs), "memory_nodes": machine_nodes(runs, nodes)}
     if paper == "mlc":
         return mix_answer(measured, runs)
     return scaling_answer(paper, measured, runs)

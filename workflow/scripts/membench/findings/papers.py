@@ -113,7 +113,7 @@ def _same_cpus(finding: dict, level: str, threads) -> str | None:
                  and _threads_at(d) in (threads, None)), None)  # fmt: skip
     if pair is None:
         return None
-    return "not applicable: one node, the same CPUs" if pair.get("nodes") == 1 else "not applicable: the same CPUs"
+    return "not applicable: one node, the same CPUs" if pair.get("one_node") else "not applicable: the same CPUs"
 
 
 def colfax(paper: dict, finding: dict) -> list[dict]:
@@ -253,7 +253,7 @@ def ornl(paper: dict, finding: dict) -> list[dict]:
         note = f"here: the first decided fall, {drop['label']}"
     measurable = nodes != 1 and drop is not None
     return [_row(paper, "triad when pages spill off the socket", -spill["value"], "%", [spill],
-                 _change(drop) if measurable else None, note or comparison, comparison=comparison)]  # fmt: skip
+                 _change(drop) if measurable else None, note or "", comparison=comparison)]  # fmt: skip
 
 
 # --- AWS: the hierarchy in cycles, loaded latency, cache-to-cache -------------------------------------------------
