@@ -153,3 +153,18 @@ def test_the_atlas_holds_at_least_eight_published_machines():
         machines |= {system["id"] for system in document["systems"]}
         assert all(n["address"].startswith("https://") for n in document["numbers"]), path.name
     assert len(machines) >= 8, sorted(machines)
+
+
+def test_each_paper_is_attributed_to_who_published_it():
+    """Issue 50, checked against public copies: the "sun" page is RWTH
+    Aachen's IT Center measuring Sun machines, not a Sun publication; the
+    "aws" post is a third-party blog about EC2, not Amazon's; ORNL's slides
+    are of 2009."""
+    papers = {name: yaml.safe_load((PAPERS / f"{name}.yaml").read_text()) for name in PAPER_NAMES}
+    sun = papers["sun"]
+    assert "RWTH Aachen" in sun["authors"] and "not a Sun Microsystems publication" in sun["note"]
+    assert "third-party blog" in papers["aws"]["note"] and not (papers["aws"]["authors"] or "").lower().startswith(("amazon", "aws"))
+    assert papers["ornl"]["year"] == 2009
+    if SEEDS.is_dir():  # the footer the note cites is where it says
+        lines = (SEEDS / sun["seed"]).read_text().splitlines()
+        assert "Keine Stichwörter" in lines[132]

@@ -96,7 +96,8 @@ def feature_table(cells: pd.DataFrame) -> dict:
 
 def range_table(cells: pd.DataFrame) -> dict:
     """GB/s per thread count (rows) and system (columns) as min – max over
-    repetitions (the Sun paper's table: placement changes results)."""
+    repetitions (the table of RWTH Aachen's page on Sun machines: placement
+    changes results)."""
     ok = add_series(cells[cells["n_ok"] > 0], [a for a in ["variant", "affinity", "policy_requested", "pages"]])
     systems = list(dict.fromkeys(ok["system"]))
     several = ok["series"].nunique() > 1
@@ -108,7 +109,7 @@ def range_table(cells: pd.DataFrame) -> dict:
             row.append(f"{mine['gbps_min'].min():.2f} – {mine['gbps_max'].max():.2f}" if not mine.empty else DASH)
         rows.append(row)
     return {
-        "title": "GB/s by threads and system, min – max (the Sun paper's table)",
+        "title": "GB/s by threads and system, min – max (the table of RWTH Aachen's page on Sun machines)",
         "note": "Ranges over repetitions, each a separate process with its own placement.",
         "columns": ["threads", *(["series"] if several else []), *systems],
         "rows": rows,
@@ -116,7 +117,7 @@ def range_table(cells: pd.DataFrame) -> dict:
 
 
 def placement_table(cells: pd.DataFrame, shares: pd.DataFrame | None = None) -> dict:
-    """Bandwidth by memory placement (the AWS paper's local / remote /
+    """Bandwidth by memory placement (the EC2 NUMA blog post's local / remote /
     interleaved table): one row per system, threads and policy, one column
     per op, mean (min – max); with known peaks (membench.analyse.peak) a "% of
     peak" column per op."""
@@ -135,7 +136,7 @@ def placement_table(cells: pd.DataFrame, shares: pd.DataFrame | None = None) -> 
         row += [share_of(shares, part, op) for op in ops] if with_peak else []
         rows.append(row)
     return {
-        "title": "Bandwidth by memory placement (the AWS paper's table)",
+        "title": "Bandwidth by memory placement (the EC2 NUMA blog post's table)",
         "note": "GB/s, mean (min – max) over repetitions; the policy as requested → as applied."
         + (f" % of peak: the mean's. {RULE}" if with_peak else ""),
         "columns": ["system", "threads", *(["series"] if several else []), "policy", *ops,
@@ -272,7 +273,7 @@ def affinity_change_table(cells: pd.DataFrame, before: str = "none", after: str 
 
 
 # The tables of each paper's question (a family's `paper` trait) beside its
-# experiments' own: McCalpin's versions by feature, Sun's ranges, MLC's mixes.
+# experiments' own: McCalpin's versions by feature, the Sun machines' ranges, MLC's mixes.
 TABLES = {"mccalpin": (feature_table,), "sun": (range_table,), "mlc": (injection_table,)}
 
 
