@@ -245,7 +245,8 @@ def memory_like(op: str, pair_class: str, handoff_ns, memory_ns) -> str | None:
     each = f"{per_transfer:.1f} ns per transfer" if TRANSFERS[op] > 1 else f"{per_transfer:.1f} ns"
     return (f"{pair_class} {op} {each} against a memory latency of {float(memory_ns):.1f} ns: the topology says "
             f"these CPUs share a cache, the latency says the line came from about as far as memory (a host may "
-            f"have put the vCPUs on different dies or sockets while the guest's sysfs shows one {SHARED_CACHE_CLASSES[pair_class]})")
+            f"have put the vCPUs on different dies or sockets while the guest's sysfs shows one {SHARED_CACHE_CLASSES[pair_class]}; "
+            f"or this chip's hand-off inside one {SHARED_CACHE_CLASSES[pair_class]} is itself about as slow as memory)")
 
 
 def hierarchy_label(op: str, pair_class: str) -> str | None:

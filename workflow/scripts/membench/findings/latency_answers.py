@@ -178,5 +178,6 @@ def c2c_answer(classes: pd.DataFrame | None, runs: pd.DataFrame, memory_ns: floa
     if flagged:
         which = ", ".join(f"{d['pair_class']} {d['op']} {d['value'] / d['transfers']:.1f}" for d in flagged)
         text += (f"; FLAG: {which} ns per transfer, about the memory latency ({memory_ns:.1f} ns): the topology says "
-                 "these CPUs share a cache, the latency says the line came from about as far as memory")  # fmt: skip
+                 "these CPUs share a cache, the latency says the line came from about as far as memory (another die or "
+                 "socket the guest cannot see, or a chip whose hand-offs are that slow)")  # fmt: skip
     return finding("aws-c2c", main, details, text)
