@@ -5,7 +5,10 @@ highest all-read bandwidth and idle latency.
 
 A match is said with how it was made ("same CPU model", "same generation
 by its features", "another machine") and with the conditions that differ
-(a 16-vCPU guest against a whole socket): a ratio never stands alone.
+(a 16-vCPU guest against a whole socket). A bandwidth is held like with
+like: at the same core count, or per core between similar core counts;
+otherwise it is "not comparable" and has no ratio. A value from one run
+is never held against anything.
 """
 
 from __future__ import annotations
@@ -49,21 +52,87 @@ def generation_of_reference(system: dict) -> str | None:
     return next((g for name, g in GENERATIONS.items() if name in text), None)
 
 
+# Per-core bandwidths compare only between core counts within this factor of
+# each other: a socket's bandwidth saturates long before all its cores load
+# it, so a few cores' share per core is far above a whole socket's.
+PER_CORE_SPAN = 2
+# A number this run holds against a published one stands on at least this many undisturbed runs.
+COMPARE_RUNS = 2
+
+
 def _conditions(system: dict, number: dict, topology: dict, virtualised: bool) -> str:
     mine = f"this run: {len(topology.get('cpus', []))} CPUs{' of a virtual machine' if virtualised else ''}"
     scope = (number.get("conditions") or {}).get("scope") or f"{system.get('cores') or '?'} cores"
     return f"{mine}; the reference: {scope} of {system['description']}"
 
 
-def references_beside(topology: dict, environment: dict, read: tuple[str, float] | None, idle_ns: float | None,
+def reference_cores(system: dict, number: dict) -> int | None:
+    """The cores behind a published number: its stated threads, else its
+    share of the machine's sockets, else the whole machine's cores."""
+    conditions = number.get("conditions") or {}
+    if conditions.get("threads") or number.get("threads"):
+        return int(conditions.get("threads") or number["threads"])
+    cores, sockets, used = system.get("cores"), system.get("sockets"), conditions.get("sockets")
+    if cores and sockets and used:
+        return cores // sockets * used
+    return cores if cores and not used else None
+
+
+def _scope_word(number: dict, cores: int | None) -> str:
+    unit = "socket" if (number.get("conditions") or {}).get("sockets") == 1 else "machine"
+    return f"a {cores}-core {unit}" if cores else f"a {unit} of cores not stated"
+
+
+def like_with_like(mine: dict, reference_value: float, cores: int | None, number: dict, virtualised: bool) -> dict:
+    """How this run's bandwidth may stand against a published one: at the
+    same core count, or per core where the counts are within PER_CORE_SPAN;
+    otherwise not comparable (no ratio), said with both counts. mine: value,
+    threads, runs."""
+    cpus = f"{mine['threads']} {'v' if virtualised else ''}CPU{'s' if mine['threads'] != 1 else ''}"
+    plain = {"ratio": None, "this_compared": mine["value"], "reference_compared": reference_value, "compared_unit": number["unit"]}
+    if mine["runs"] < COMPARE_RUNS:
+        return {**plain, "basis": f"not comparable: this run's value stands on n={mine['runs']}"}
+    if cores == mine["threads"]:
+        return {**plain, "ratio": mine["value"] / reference_value, "basis": f"at the same core count ({cores})"}
+    if cores and max(cores, mine["threads"]) <= PER_CORE_SPAN * min(cores, mine["threads"]):
+        this, theirs = mine["value"] / mine["threads"], reference_value / cores
+        return {"ratio": this / theirs, "this_compared": this, "reference_compared": theirs, "compared_unit": f"{number['unit']} per core",
+                "basis": f"per core ({cpus} vs {cores} cores)"}  # fmt: skip
+    return {**plain, "basis": f"not comparable: {cpus} vs {_scope_word(number, cores)}"}
+
+
+def _candidate(source: dict, system: dict, number: dict, how: str, mine: dict, what: str, context: dict) -> dict:
+    virtualised = bool(context["environment"].get("virtualized"))
+    if what == "idle latency":  # a latency is not shared among cores: held as it is
+        compared = {"ratio": mine["value"] / number["value"], "this_compared": mine["value"], "reference_compared": number["value"],
+                    "compared_unit": number["unit"], "basis": "idle latency against the reference's unloaded latency"}  # fmt: skip
+    else:
+        compared = like_with_like(mine, number["value"], reference_cores(system, number), number, virtualised)
+    return {
+        "reference": source.get("reference", ""), "system": system["id"], "description": system["description"],
+        "match": how, "what": what, "this_value": mine["value"], "reference_value": number["value"], "unit": number["unit"],
+        **compared, "conditions": _conditions(system, number, context["topology"], virtualised),
+        "source": number.get("address") or source.get("address") or "", "date": str(source.get("date", "")),
+    }  # fmt: skip
+
+
+def _nearness(candidate: dict) -> tuple:
+    """Comparable first, bandwidth before latency, nearest in value first."""
+    return (candidate["ratio"] is None, candidate["what"] == "idle latency",
+            abs(math.log(candidate["this_value"] / candidate["reference_value"])))  # fmt: skip
+
+
+def references_beside(topology: dict, environment: dict, read: dict | None, idle: dict | None,
                       atlas: list[dict] | None = None) -> list[dict]:  # fmt: skip
     """The published machines to hold this run against: those of the same
     CPU model, else of the same generation, else the NEAREST closest in
-    all-read bandwidth, each with the ratio and the conditions. read: (what
-    this run's bandwidth is, GB/s), all reads where the run has them."""
+    bandwidth, each held like with like (like_with_like) with its
+    conditions. read: this run's bandwidth {what, value (GB/s), threads,
+    runs}, all reads where the run has them; idle: {value (ns), runs}."""
     atlas = load_atlas() if atlas is None else atlas
     model = topology.get("cpu_model", "")
     generation = generation_of_flags(model, topology.get("cpu_flags", []))
+    context = {"topology": topology, "environment": environment}
     candidates = []
     for source in atlas:
         for system in source.get("systems", []):
@@ -77,20 +146,11 @@ def references_beside(topology: dict, environment: dict, read: tuple[str, float]
                 if number["system"] != system["id"]:
                     continue
                 if number["quantity"] == "bandwidth" and number.get("unit") == "GB/s" and read:
-                    what, mine = read
-                elif number.get("level") == "local_memory" and number.get("unit") == "ns" and idle_ns:
-                    mine, what = idle_ns, "idle latency"
-                else:
-                    continue
-                candidates.append({
-                    "reference": source.get("reference", ""), "system": system["id"], "description": system["description"],
-                    "match": how, "what": what, "this_value": mine, "reference_value": number["value"], "unit": number["unit"],
-                    "ratio": mine / number["value"], "conditions": _conditions(system, number, topology, bool(environment.get("virtualized"))),
-                    "source": number.get("address") or source.get("address") or "", "date": str(source.get("date", "")),
-                })  # fmt: skip
+                    candidates.append(_candidate(source, system, number, how, read, read["what"], context))
+                elif number.get("level") == "local_memory" and number.get("unit") == "ns" and idle and idle["runs"] >= COMPARE_RUNS:
+                    candidates.append(_candidate(source, system, number, how, idle, "idle latency", context))
     for how in ("same CPU model", f"same generation by its features ({generation})"):
         matched = [c for c in candidates if c["match"] == how]
-        if matched:  # bandwidth first, each kind nearest first
-            return sorted(matched, key=lambda c: (c["what"] == "idle latency", abs(math.log(c["ratio"]))))
-    others = sorted((c for c in candidates if c["what"] != "idle latency"), key=lambda c: abs(math.log(c["ratio"])))
-    return others[:NEAREST]
+        if matched:
+            return sorted(matched, key=_nearness)
+    return sorted((c for c in candidates if c["what"] != "idle latency"), key=_nearness)[:NEAREST]

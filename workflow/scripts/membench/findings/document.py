@@ -30,6 +30,7 @@ from membench.core.layout import superseded_counts
 from membench.findings import answers, latency_answers, papers as paper_numbers
 from membench.findings import atlas, first_screen
 from membench.findings.first_screen import headline_rows
+from membench.findings.headline import STANDINGS, best_cell, row_runs
 from membench.findings.sections import build_sections, derived_tables
 from membench.plan import families
 from membench.store.collect import read_measurements
@@ -62,11 +63,13 @@ RUN_COLUMNS = ["system", "experiment", "cell", "kernel", "op", "threads", "affin
                "oversubscribed_cpus", "array_page_nodes"]  # fmt: skip
 
 
-def _runs(measurements: pd.DataFrame | None) -> pd.DataFrame:
-    """The repetitions a conclusion may use: ok and not marked disturbed."""
+def _runs(measurements: pd.DataFrame | None, keep_disturbed: bool = False) -> pd.DataFrame:
+    """The repetitions a conclusion may use: ok and not marked disturbed;
+    keep_disturbed: every ok one, for the bounds disturbed runs give."""
     if measurements is None or measurements.empty or "status" not in measurements:
         return pd.DataFrame(columns=RUN_COLUMNS)
-    runs = undisturbed(measurements[measurements["status"] == "ok"])
+    ok = measurements[measurements["status"] == "ok"]
+    runs = ok if keep_disturbed else undisturbed(ok)
     return runs.reindex(columns=list(runs.columns) + [c for c in RUN_COLUMNS if c not in runs])
 
 
@@ -145,18 +148,31 @@ def quiet(cells: pd.DataFrame) -> dict:
 QUIET_SHARE = 0.05
 
 
-def _read_bandwidth(cells: pd.DataFrame, rows: list[dict]) -> tuple[str, float] | None:
+def _read_bandwidth(cells: pd.DataFrame, rows: list[dict]) -> dict | None:
     """What to hold against published bandwidths: MLC's all-reads mix at
-    the most threads where measured, else the highest memory traffic."""
-    mix = cells[(cells["op"] == "r1w0") & cells["gbps_median"].notna()] if "gbps_median" in cells else cells.iloc[0:0]
-    if not mix.empty:
-        return "all-read bandwidth (mix r1w0)", float(mix["gbps_median"].max())
-    top = next((r for r in rows if r["group"] == "highest memory traffic" and r["value"] is not None), None)
-    return ("highest memory traffic", float(top["value"])) if top else None
+    the most threads where measured (its best cell on HEADLINE_RUNS
+    undisturbed runs, else its best one-run cell, which atlas then holds
+    against nothing), else the first screen's highest bandwidth."""
+    mix = cells[(cells["op"] == "r1w0") & (cells["n_ok"] > 0)] if "gbps_median" in cells else cells.iloc[0:0]
+    chosen = best_cell(mix) if not mix.empty else None
+    if chosen is not None and chosen[1] != STANDINGS[2]:
+        cell = chosen[0]
+        return {"what": "all-read bandwidth (mix r1w0)", "value": float(cell["gbps_median"]), "threads": int(cell["threads"]),
+                "runs": row_runs(cell)}  # fmt: skip
+    if not mix.empty:  # measured, every run disturbed: nothing to hold against a published number
+        return None
+    top = next((r for r in rows if r["group"] == first_screen.BANDWIDTH_GROUP and r["value"] is not None and not r.get("bound")), None)
+    if top is None:
+        return None
+    cell = cells[cells["cell"] == top["cells"][0]]
+    threads = int(cell["threads"].iloc[0]) if not cell.empty else 0
+    return {"what": f"highest bandwidth ({top['what']} {top.get('op', '')}, STREAM count)".replace(" ,", ","),
+            "value": float(top["value"]), "threads": threads, "runs": int(top["n"] or 0)}  # fmt: skip
 
 
-def _idle_ns(rows: list[dict]) -> float | None:
-    return next((r["value"] for r in rows if r["group"] == "idle latency" and r["value"] is not None), None)
+def _idle(rows: list[dict]) -> dict | None:
+    row = next((r for r in rows if r["group"] == "idle latency" and r["value"] is not None and not r.get("bound")), None)
+    return {"value": float(row["value"]), "runs": int(row["n"] or 0)} if row else None
 
 
 def _versions(cells: pd.DataFrame, name: str, system: str) -> dict[str, float]:
@@ -178,17 +194,17 @@ def derive(
     papers: dict[str, dict] | None = None,
 ) -> dict:
     """{"findings": findings.json's content, "sections": sections.json's}, JSON-plain."""
-    derived = derived_tables(config, cells, systems, c2c_classes)
+    runs, ok_runs = _runs(measurements), _runs(measurements, keep_disturbed=True)
+    derived = derived_tables(config, cells, systems, c2c_classes, runs)
     sections = build_sections(config=config, cells=cells, problems=problems, systems=systems, modes=modes,
                               superseded=superseded, c2c_classes=c2c_classes, stored=stored, derived=derived)  # fmt: skip
     papers = paper_numbers.load_papers() if papers is None else papers
-    runs = _runs(measurements)
     out_systems, found = [], []
     # the first screen's choices become findings rows; sections.json keeps the rest
     for headline in sections.pop("headlines"):
         system = headline["system"]
         idle = _idle_runs(runs, derived["latencies"], system)
-        rows = headline_rows(headline, runs, idle, all_disturbed(cells[cells["system"] == system]))
+        rows = headline_rows(headline, runs, idle, all_disturbed(cells[cells["system"] == system]), ok_runs)
         verdicts = {v["experiment"]: v for v in headline["verdicts"]}
         for name, spec in config["experiments"].items():
             if name not in verdicts:
@@ -202,7 +218,7 @@ def derive(
                        line="; ".join(t for t in (one["text"], verdict["text"]) if t))  # fmt: skip
             found.append(one)
         references = atlas.references_beside(systems[system].get("topology", {}), systems[system].get("environment", {}),
-                                             _read_bandwidth(cells[cells["system"] == system], rows), _idle_ns(rows))  # fmt: skip
+                                             _read_bandwidth(cells[cells["system"] == system], rows), _idle(rows))  # fmt: skip
         rows += first_screen.reference_rows(references)
         out_systems.append({"system": system, "cpu_model": headline["cpu_model"], "cpus": headline["cpus"],
                             "nodes": headline["nodes"], "headline": rows, "references": references})  # fmt: skip

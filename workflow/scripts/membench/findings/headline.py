@@ -12,13 +12,17 @@ import math
 
 import pandas as pd
 
+from membench.analyse.c2c_summary import HIERARCHY_QUANTITIES
 from membench.analyse.caches import past_caches
+from membench.analyse.concurrency import lines_in_flight, placement_key, read_traffic
 from membench.analyse.modes import MIN_RUNS
 from membench.plan import families
 from membench.core.text import percent
 
 # Families whose records are bandwidths (not latencies or transfers).
 BANDWIDTH = families.named(lambda f: f.bandwidth)
+# Families whose records are a chase's latency under load.
+LOADED = families.named(lambda f: f.metric == families.LOADED)
 # Placement words (membench.store.placement_classes.coarse_words) of the usual case.
 USUAL_WORDS = {"own cores", "1 thread/CPU", "stayed"}
 # The order in which placements of an idle latency are named.
@@ -51,56 +55,100 @@ def _placement_text(row: pd.Series) -> str:
 
 
 def traffic(cells: pd.DataFrame) -> pd.Series:
-    """What memory moved, the same count for every family: reads,
-    write-allocate reads and write-backs (gbps_wa), else the STREAM count
-    where a cell has no write-allocate figure."""
+    """What memory moved by the kernel table's model: reads, write-allocate
+    reads and write-backs (gbps_wa), else the STREAM count where a cell has
+    no write-allocate figure. A model: Intel server cores since Ice Lake can
+    skip the read for a full-line store, so it may overstate."""
     if "gbps_wa_median" not in cells:
         return cells["gbps_median"].astype(float)
     return cells["gbps_wa_median"].astype(float).fillna(cells["gbps_median"].astype(float))
 
 
-def _bandwidth_entry(row: pd.Series) -> dict:
+# A headline stands on at least this many undisturbed runs: the highest of
+# many one-run medians is the luckiest run (the winner's curse), not the machine.
+HEADLINE_RUNS = 2
+# How a family's headline cell stands, best first (membench.findings.first_screen says each).
+STANDINGS = ("runs", "one run", "every run disturbed")
+
+
+def runs_used(cells: pd.DataFrame) -> pd.Series:
+    """The undisturbed runs each cell's numbers are over."""
+    used = cells["n_used"] if "n_used" in cells else cells["n_ok"]
+    return used.fillna(0).astype(int)
+
+
+def row_runs(row: pd.Series) -> int:
+    """The undisturbed runs one cell's numbers are over."""
+    return int(row["n_used"] if "n_used" in row and _known(row["n_used"]) else row["n_ok"])
+
+
+def _bandwidth_entry(row: pd.Series, standing: str) -> dict:
     return {
         "family": row["kernel"],
-        "traffic_gbps": float(row["traffic_median"]),
-        "gbps": float(row["gbps_median"]),
+        "gbps": float(row["gbps_median"]) if _known(row["gbps_median"]) else None,
+        "gbps_all": float(row["gbps_median_all"]) if _known(row.get("gbps_median_all")) else None,
+        "traffic_gbps": float(row["traffic_median"]) if _known(row["traffic_median"]) else None,
         "op": row["op"],
         "threads": int(row["threads"]),
         "affinity": row["affinity"],
         "pages": row["pages"],
         "placement": _placement_text(row),
-        "runs": int(row["n_used"]) if "n_used" in row and row["n_used"] == row["n_used"] else int(row["n_ok"]),
+        "runs": row_runs(row),
+        "standing": standing,
         "link": experiment_anchor(row["experiment"]),
         "cell": row["cell"],
     }
 
 
 def bandwidth_cells(cells: pd.DataFrame) -> pd.DataFrame:
-    if "gbps_median" not in cells:
+    """The bandwidth cells past the caches that ran, with their modelled
+    memory traffic; a cell whose every run was disturbed is kept (no median)."""
+    if "gbps_median" not in cells and "gbps_median_all" not in cells:
         return cells.iloc[0:0]
-    ok = cells[(cells["n_ok"] > 0) & cells["gbps_median"].notna() & cells["kernel"].isin(BANDWIDTH)]
+    if "gbps_median" not in cells:  # every run of every cell disturbed: no undisturbed median anywhere
+        cells = cells.assign(gbps_median=math.nan)
+    ok = cells[(cells["n_ok"] > 0) & cells["kernel"].isin(BANDWIDTH)]
     # a cell whose arrays fit the LLC its threads can use measures a cache
     ok = past_caches(ok)
     return ok.assign(traffic_median=traffic(ok))
 
 
+def best_cell(cells: pd.DataFrame) -> tuple[pd.Series, str] | None:
+    """The cell x op with the highest median STREAM count over its
+    undisturbed runs among those with HEADLINE_RUNS or more; one-run cells
+    only when no cell has more; with no undisturbed run anywhere, the cell
+    whose runs (all disturbed) had the highest median, whose fastest run
+    then bounds the bandwidth from below. With its standing (STANDINGS)."""
+    if cells.empty:
+        return None
+    measured = cells[cells["gbps_median"].notna()]
+    enough = measured[runs_used(measured) >= HEADLINE_RUNS]
+    if not enough.empty:
+        return enough.loc[enough["gbps_median"].astype(float).idxmax()], STANDINGS[0]
+    if not measured.empty:
+        return measured.loc[measured["gbps_median"].astype(float).idxmax()], STANDINGS[1]
+    if "gbps_median_all" in cells and cells["gbps_median_all"].notna().any():
+        return cells.loc[cells["gbps_median_all"].astype(float).idxmax()], STANDINGS[2]
+    return None
+
+
 def peak_per_family(cells: pd.DataFrame) -> list[dict]:
-    """Per kernel family, the cell and op whose memory moved the most (the
-    median memory traffic), highest first: one count for every family, so
-    a read-modify-write kernel does not outrank copy by its STREAM count."""
+    """Per kernel family, its best cell and op by best_cell, highest STREAM
+    count first; families that stand on one run, then those whose every
+    run was disturbed, after those that stand on HEADLINE_RUNS."""
     ok = bandwidth_cells(cells)
-    if ok.empty:
-        return []
-    best = ok.loc[ok.groupby("kernel", sort=False)["traffic_median"].idxmax()]
-    return [_bandwidth_entry(row) for _, row in best.sort_values("traffic_median", ascending=False, kind="stable").iterrows()]
+    entries = []
+    for _, family in ok.groupby("kernel", sort=False):
+        chosen = best_cell(family)
+        if chosen is not None:
+            entries.append(_bandwidth_entry(*chosen))
+    return sorted(entries, key=lambda e: (STANDINGS.index(e["standing"]), -(e["gbps"] or e["gbps_all"] or 0.0)))
 
 
 def single_thread(cells: pd.DataFrame) -> dict | None:
     ok = bandwidth_cells(cells)
-    one = ok[ok["threads"] == 1]
-    if one.empty:
-        return None
-    return _bandwidth_entry(one.loc[one["traffic_median"].idxmax()])
+    chosen = best_cell(ok[ok["threads"] == 1])
+    return _bandwidth_entry(*chosen) if chosen is not None else None
 
 
 def _pair_entries(pairs: pd.DataFrame) -> list[dict]:
@@ -156,34 +204,100 @@ def idle_latency_entries(latencies: pd.DataFrame) -> list[dict]:
     ]
 
 
-def concurrency_at_peak(ec: pd.DataFrame, peak: dict | None) -> dict | None:
-    """Little's law at the highest bandwidth measured: the peak cell's
-    effective concurrency when an idle latency under its placement exists."""
+# A loaded latency stands for the latency at a bandwidth cell's traffic when
+# its load read within this share of the cell's read traffic: latency climbs
+# steeply near saturation, so a much lighter load says little about the peak.
+LOADED_MATCH = 0.15
+
+
+def loaded_near(cells: pd.DataFrame, placement: str, pages: str, read_gbps: float) -> tuple[pd.Series, float] | None:
+    """The loaded-latency cell under this placement and pages whose load
+    read closest to read_gbps, with its read traffic, when within
+    LOADED_MATCH of it; None when no load came that close."""
+    if "ns_median" not in cells or not _known(read_gbps):
+        return None
+    loaded = cells[cells["kernel"].isin(LOADED) & cells["ns_median"].notna() & (cells["pages"] == pages)]
+    loaded = loaded[[placement_key(p, a) == placement for p, a in zip(loaded["policy_requested"], loaded["affinity"])]]
+    if loaded.empty:
+        return None
+    reads = loaded.apply(read_traffic, axis=1).astype(float)
+    gap = (reads / read_gbps - 1).abs()
+    if not gap.notna().any() or gap.min() > LOADED_MATCH:
+        return None
+    nearest = gap.idxmin()
+    return loaded.loc[nearest], float(reads[nearest])
+
+
+def _concurrency_peak(peaks: list[dict]) -> dict | None:
+    """The highest bandwidth that stands on undisturbed runs (HEADLINE_RUNS
+    where a family has them): the first screen's first such entry."""
+    return next((p for p in peaks if p["standing"] != STANDINGS[2]), None)
+
+
+def concurrency_at_peak(ec: pd.DataFrame, peak: dict | None, cells: pd.DataFrame | None = None, line_bytes: int = 64) -> dict | None:
+    """Little's law at the highest bandwidth measured: its read traffic x
+    the loaded latency measured at about that traffic (loaded_near), else x
+    the idle latency, which makes the lines in flight a lower bound (a
+    loaded memory answers more slowly than an idle one)."""
     if peak is None or ec.empty:
         return None
     row = ec[(ec["cell"] == peak["cell"]) & (ec["op"] == peak["op"])]
     if row.empty:
         return None
     row = row.iloc[0]
+    traffic = float(row["traffic_gbps"])
+    near = loaded_near(cells if cells is not None else ec.iloc[0:0], row["placement"], row["pages"], traffic)
+    common = {"known": True, "traffic_gbps": traffic, "family": peak["family"], "op": peak["op"], "runs": peak["runs"],
+              "write_gbps": float(row["write_traffic_gbps"]) if _known(row.get("write_traffic_gbps")) else None,
+              "link": "#concurrency"}  # fmt: skip
+    if near is not None:
+        loaded, load_gbps = near
+        lines = lines_in_flight(traffic, float(loaded["ns_median"]), line_bytes)
+        return {**common, "lines": lines, "bytes": lines * line_bytes, "lines_per_thread": lines / peak["threads"],
+                "latency_ns": float(loaded["ns_median"]), "latency_kind": "loaded", "bound": None,
+                "latency_runs": row_runs(loaded), "load_gbps": load_gbps,
+                "latency_source": f"loaded chase, {loaded['experiment']}, load read {load_gbps:.1f} GB/s"}  # fmt: skip
     if not _known(row["latency_ns"]):
         return {"known": False, "why": row["latency_source"], "link": "#concurrency"}
-    return {
-        "known": True,
-        "lines": float(row["lines_in_flight"]),
-        "bytes": float(row["bytes_in_flight"]),
-        "lines_per_thread": float(row["lines_per_thread"]),
-        "latency_ns": float(row["latency_ns"]),
-        "traffic_gbps": float(row["traffic_gbps"]),
-        "write_gbps": float(row["write_traffic_gbps"]) if _known(row.get("write_traffic_gbps")) else None,
-        "link": "#concurrency",
-    }
+    return {**common, "lines": float(row["lines_in_flight"]), "bytes": float(row["bytes_in_flight"]),
+            "lines_per_thread": float(row["lines_per_thread"]), "latency_ns": float(row["latency_ns"]),
+            "latency_kind": "idle", "bound": "at least", "latency_runs": None, "load_gbps": None,
+            "latency_source": str(row["latency_source"])}  # fmt: skip
+
+
+# Cache-to-cache ops that take two transfers of a line (there and back) for
+# the one latency they report; every other op's hand-off is one transfer.
+TWO_TRANSFER_OPS = ("two_line",)
+
+
+def _c2c_op(level: str) -> str | None:
+    """The op of a hierarchy row labelled by membench.analyse.c2c_summary."""
+    return next((op for op, quantity in HIERARCHY_QUANTITIES.items() if level.startswith(quantity)), None)
+
+
+def _c2c_entries(rows: list[dict], pages: str) -> list[dict]:
+    """The cache-to-cache rows in one entry per kind of transfer: one
+    transfer ("c2c", clean and dirty loads, cas) and two ("c2c two_line"),
+    never one range across both; each the range over its classes, with the
+    flags its rows carry."""
+    out = []
+    for two, name in ((False, "c2c"), (True, "c2c two_line")):
+        mine = [r for r in rows if (r["op"] in TWO_TRANSFER_OPS) == two]
+        if not mine:
+            continue
+        values = [r["ns"] for r in mine]
+        flags = list(dict.fromkeys(r["flag"] for r in mine if r["flag"]))
+        out.append({"level": name, "ns": min(values), "upto": max(values) if max(values) > min(values) else None,
+                    "cycles": None, "pages": pages, "link": "#hierarchy", "flag": "; ".join(flags) or None,
+                    "ops": sorted({r["op"] for r in mine})})  # fmt: skip
+    return out
 
 
 def hierarchy_headline(levels: dict | None) -> list[dict]:
     """The levels the sweep found, for the smallest pages measured: "L1
     1.2 ns", ..., linked to the hierarchy table; levels not found are left
     to the table, which says so. The cache-to-cache rows, whose names are
-    long, are one entry: their range ("c2c 44.0–150.0 ns"), before memory."""
+    long, are an entry per kind of transfer (_c2c_entries), before memory."""
     if not levels:
         return []
     pages = levels["pages"][0]
@@ -192,15 +306,15 @@ def hierarchy_headline(levels: dict | None) -> list[dict]:
         one = row["per_pages"].get(pages)
         if not one or one["ns"] is None or row["level"].startswith("unassigned"):
             continue
+        flag = one.get("flag") or row.get("flag")  # the hierarchy's own mark, where it gives one
         entry = {"level": row["level"], "ns": one["ns"], "upto": None, "cycles": one["cycles"], "pages": pages,
-                 "link": "#hierarchy", "flag": one.get("flag")}  # fmt: skip
-        (c2c if row["level"].startswith("c2c") else found).append(entry)
-    if c2c:
-        values = [e["ns"] for e in c2c]
-        entry = {"level": "c2c", "ns": min(values), "upto": max(values) if max(values) > min(values) else None,
-                 "cycles": None, "pages": pages, "link": "#hierarchy", "flag": None}  # fmt: skip
-        at = next((i for i, e in enumerate(found) if e["level"] == "memory"), len(found))
-        found.insert(at, entry)
+                 "link": "#hierarchy", "flag": flag if isinstance(flag, str) and flag else None}  # fmt: skip
+        if row["level"].startswith("c2c"):
+            c2c.append({**entry, "op": _c2c_op(row["level"])})
+        else:
+            found.append(entry)
+    at = next((i for i, e in enumerate(found) if e["level"] == "memory"), len(found))
+    found[at:at] = _c2c_entries(c2c, pages)
     return found
 
 
@@ -282,7 +396,6 @@ def system_headlines(
     for name, system in systems.items():
         mine = cells[cells["system"] == name]
         peaks = peak_per_family(mine)
-        overall = peaks[0] if peaks else None  # highest memory traffic first
         topology = system.get("topology", {})
         out.append(
             {
@@ -293,7 +406,8 @@ def system_headlines(
                 "peaks": peaks,
                 "single_thread": single_thread(mine),
                 "latencies": idle_latency_entries(latencies[latencies["system"] == name]) if not latencies.empty else [],
-                "concurrency": concurrency_at_peak(ec[ec["system"] == name] if not ec.empty else ec, overall),
+                "concurrency": concurrency_at_peak(ec[ec["system"] == name] if not ec.empty else ec, _concurrency_peak(peaks),
+                                                   mine, topology.get("line_bytes", 64)),
                 "hierarchy": hierarchy_headline(next((h for h in levels if h["system"] == name), None)),
                 "verdicts": experiment_verdicts(
                     mine, modes[modes["system"] == name] if modes is not None and not modes.empty else modes, experiments
