@@ -18,7 +18,7 @@ from membench.plan.grammar import group_text, parse_group
 from membench.analyse.node_matrix import experiment_matrices, table_context
 from membench.analyse.caches import IN_CACHE, MARK, PAST_CACHES_FACTOR, mark_in_cache, note as cache_note, past_caches
 from membench.analyse.concurrency import effective_concurrency, idle_latencies
-from membench.analyse.c2c_summary import hierarchy_rows, report_table
+from membench.analyse.c2c_summary import hierarchy_rows, memory_by_system, report_table
 from membench.analyse.injection import loaded_little_table
 from membench.probe.topology import llc_total_bytes
 from membench.findings.headline import system_headlines
@@ -160,7 +160,8 @@ def derived_tables(config: dict, cells: pd.DataFrame, systems: dict[str, dict], 
     peaks = system_peaks(systems, config.get("systems"))
     shares = cell_shares(cells, peaks)
     ec = concurrency_needed(effective_concurrency(cells, line_bytes, llc_bytes, latencies), shares, line_bytes)
-    levels = hierarchy(cells, topologies, measured_clocks(cells), hierarchy_rows(c2c_classes), latencies)
+    levels = hierarchy(cells, topologies, measured_clocks(cells), hierarchy_rows(c2c_classes, memory_ns=memory_by_system(latencies)),
+                       latencies)  # fmt: skip
     return {"line_bytes": line_bytes, "peaks": peaks, "shares": shares, "ec": ec, "best": best_shares(shares),
             "latencies": latencies, "levels": levels}  # fmt: skip
 
