@@ -225,7 +225,8 @@ def test_cache_to_cache_one_and_two_transfer_ops_are_never_one_range():
     shown = {e["level"]: e for e in headline.hierarchy_headline({"pages": ["4k"], "rows": rows})}
     one = [ns for (op, _), ns in planted_ns.items() if op != "two_line"]
     two = [ns for (op, _), ns in planted_ns.items() if op == "two_line"]
-    assert (shown["c2c"]["ns"], shown["c2c"]["upto"]) == (min(one), max(one)) and shown["c2c"]["flag"] == flag
+    assert (shown["c2c"]["ns"], shown["c2c"]["upto"]) == (min(one), max(one))
+    assert shown["c2c"]["flag"] == "⚑ clean: hand-off about the memory latency" and shown["c2c"]["flag_detail"] == flag
     assert (shown["c2c two_line"]["ns"], shown["c2c two_line"]["upto"]) == (min(two), max(two))
     assert shown["c2c two_line"]["flag"] is None
     assert list(shown)[-1] == "memory" and math.isclose(shown["memory"]["ns"], 96.0)

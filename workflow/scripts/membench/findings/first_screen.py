@@ -146,7 +146,7 @@ def _hierarchy_rows(headline: dict) -> list[dict]:
         how = f"{level['pages']} pages, " + (f"from {level['ns']:.1f} to {upto:.1f} ns over the pairs' classes{ops}" if upto
                                              else f"plateau median{ops}" if not ops else f"one class{ops}")  # fmt: skip
         if level.get("flag"):
-            how += f" {level['flag']}"
+            how += f" {level['flag']} ({level.get('flag_detail') or 'the hierarchy table says why'})"
         rows.append({**_row("hierarchy", level["level"], _derived(level["ns"], "ns"), how, [], level["link"]), "upto": upto,
                      "flag": level.get("flag")})  # fmt: skip
     return rows

@@ -286,9 +286,12 @@ def _c2c_entries(rows: list[dict], pages: str) -> list[dict]:
         if not mine:
             continue
         values = [r["ns"] for r in mine]
-        flags = list(dict.fromkeys(r["flag"] for r in mine if r["flag"]))
+        flagged = sorted({r["op"] for r in mine if r["flag"]})
+        # the flag's own words are long (the hierarchy table has them): the screen marks which ops carry one
+        short = f"⚑ {', '.join(flagged)}: hand-off about the memory latency" if flagged else None
         out.append({"level": name, "ns": min(values), "upto": max(values) if max(values) > min(values) else None,
-                    "cycles": None, "pages": pages, "link": "#hierarchy", "flag": "; ".join(flags) or None,
+                    "cycles": None, "pages": pages, "link": "#hierarchy", "flag": short,
+                    "flag_detail": "; ".join(dict.fromkeys(r["flag"] for r in mine if r["flag"])) or None,
                     "ops": sorted({r["op"] for r in mine})})  # fmt: skip
     return out
 
