@@ -118,7 +118,7 @@ BAD = {
 
 # (path fragment, offending value, a word of what is allowed) per problem.
 EXPECTED = [
-    ("(top level)", "'colour'", "allowed keys: disturbed_retries, experiments"),
+    ("(top level)", "'colour'", "allowed keys: budget, disturbed_retries, experiments"),
     ("system", "'has space'", "auto, or letters"),
     ("repeats", "0", ">= 1"),
     ("experiments", "'Bad_Name'", "lower-case letters"),

@@ -17,7 +17,7 @@ sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 from membench import __version__
 from membench.core import last_words, layout, manifests, measured_with
 from membench.core import run_lock, run_start
-from membench.plan import c2c_pairs, figure_kinds, node_pairs, rounds, variants
+from membench.plan import budget, c2c_pairs, figure_kinds, node_pairs, rounds, variants
 from membench.plan import checks, config_limits
 from membench.plan import grammar
 
@@ -139,6 +139,7 @@ wildcard_constraints:
     system=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     round=r"[0-9]+",
     study=r"[0-9a-f]{12}",
+    key=r"[0-9a-f]{12}",
     experiment=r"[a-z][a-z0-9_]*",
     kind=r"[a-z]+",
 
@@ -161,7 +162,13 @@ def written_index(path):
 PACKAGE_SOURCES = written_index(PACKAGE_INDEX)
 
 
-ROUNDS = rounds.round_count(CELLS)
+# Without a budget every round measures every cell with a repetition k;
+# with one, rounds 0 .. ROUNDS-1 do, and rounds ROUNDS .. ALL_ROUNDS-1 are
+# planned one after another from the findings so far (checkpoint
+# plan_next_round, membench.findings.next_round).
+BUDGET_S = budget.seconds(CONFIG.get("budget"))
+ROUNDS = budget.fixed_rounds(CELLS, CONFIG)
+ALL_ROUNDS = budget.all_rounds(CELLS) if BUDGET_S is not None else ROUNDS
 ROUND_INPUTS = rounds.RoundInputs(CONFIG, CELLS, VARIANTS)
 MEASURE_ROUND = from_workdir(REPO / "workflow" / "scripts" / "measure_round.py")
 # The measure job's command: its rule's conda env under --sdm conda, else
@@ -180,18 +187,57 @@ MEASURE_COMMAND = shlex.join(
 
 def stored_runs(wildcards):
     """What collect_runs reads for one system: the round manifests (each
-    lists its repetition files); in figures-only mode, the repetition files
-    that are stored."""
+    lists its repetition files), the planned rounds' too; in figures-only
+    mode, the repetition files that are stored."""
     if not FIGURES_ONLY:
-        return [
-            layout.manifest_path(
-                f"results/{wildcards.system}",
-                k,
-                ROUND_INPUTS.study_digest(wildcards.system, k),
-            )
-            for k in range(ROUNDS)
-        ]
+        return round_manifests(wildcards.system) + planned_manifests(wildcards.system)
     return written_index(stored_index(wildcards.system))
+
+
+def budget_key(system):
+    """Names a run's planned rounds: the fixed rounds' studies and the
+    budget's settings, so that another budget or config plans anew."""
+    parts = [ROUND_INPUTS.study_digest(system, k) for k in range(ROUNDS)]
+    parts += [str(BUDGET_S), str(CONFIG.get("min_repeats")), str(ALL_ROUNDS)]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
+
+
+def planned_path(system, k, kind):
+    """kind "plan": round k's plan (the checkpoint's output, a study);
+    "manifest": the manifest of its measurements."""
+    prefix = "plan" if kind == "plan" else "a"
+    return f"results/{system}/rounds/{prefix}{k}-{budget_key(system)}.json"
+
+
+def manifests_before(wildcards):
+    """What round k's plan is drawn from: every round before it."""
+    k = int(wildcards.round)
+    return round_manifests(wildcards.system) + [
+        planned_path(wildcards.system, j, "manifest") for j in range(ROUNDS, k)
+    ]
+
+
+def stored_planned_manifests(system):
+    """The planned rounds' manifests already written (start_run checks them
+    as it checks the fixed rounds')."""
+    if BUDGET_S is None:
+        return []
+    folder = Path(f"results/{system}/rounds")
+    return [str(p) for p in sorted(folder.glob(f"a*-{budget_key(system)}.json"))]
+
+
+def planned_manifests(system):
+    """The planned rounds' manifests, as far as the plans go: a plan that
+    measures nothing (every finding decided, or the budget spent) ends them."""
+    out = []
+    for k in range(ROUNDS, ALL_ROUNDS):
+        plan = checkpoints.plan_next_round.get(
+            system=system, round=k, key=budget_key(system)
+        ).output[0]
+        if not json.loads(Path(plan).read_text())["requests"]:
+            break
+        out.append(planned_path(system, k, "manifest"))
+    return out
 
 
 def stored_index(system):
@@ -278,7 +324,13 @@ def start_run():
             config=config,
             measuring=not FIGURES_ONLY,
             round_manifests=(
-                [] if FIGURES_ONLY else [m for s in SYSTEMS for m in round_manifests(s)]
+                []
+                if FIGURES_ONLY
+                else [
+                    m
+                    for s in SYSTEMS
+                    for m in round_manifests(s) + stored_planned_manifests(s)
+                ]
             ),
             indexes=indexes,
             say=lambda line: print(line, file=sys.stderr),

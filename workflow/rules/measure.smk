@@ -33,3 +33,49 @@ rule measure_round:
     shell:
         "{params.command} --study-file {params.study_file:q} --system {wildcards.system:q} --round {wildcards.round}"
         " --topology {input.topology:q} --manifest {output:q} --log {log:q} --parent-pid $PPID"
+
+
+# A run within a budget (`budget:`): round k past min_repeats is planned
+# from the findings of every round before it (membench.findings.next_round)
+# and measures only the cells undecided findings rest on; a plan that
+# measures nothing ends the run (common.smk, planned_manifests).
+checkpoint plan_next_round:
+    input:
+        manifests=manifests_before,
+        topology="results/{system}/topology.json",
+        environment="results/{system}/environment.json",
+        code=PACKAGE_SOURCES,
+    output:
+        "results/{system}/rounds/plan{round}-{key}.json",
+    log:
+        "logs/plan_next_round/{system}/r{round}-{key}.log",
+    conda:
+        "../../envs/python.yaml"
+    resources:
+        machine=1,
+    params:
+        config=CONFIG,
+        variants=str(VARIANTS_FILE),
+    script:
+        "../scripts/plan_next_round.py"
+
+
+rule measure_planned_round:
+    input:
+        binaries=round_binaries,
+        topology="results/{system}/topology.json",
+        study="results/{system}/rounds/plan{round}-{key}.json",
+    output:
+        "results/{system}/rounds/a{round}-{key}.json",
+    log:
+        "logs/measure_round/{system}/a{round}-{key}.log",
+    conda:
+        "../../envs/python.yaml"
+    resources:
+        **slurm_resources(),
+        machine=100,
+    params:
+        command=MEASURE_COMMAND,
+    shell:
+        "{params.command} --study-file {input.study:q} --system {wildcards.system:q} --round {wildcards.round}"
+        " --topology {input.topology:q} --manifest {output:q} --log {log:q} --parent-pid $PPID"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from membench.core import layout
 from membench.core.atomic_files import write_text_atomic
-from membench.plan import grammar, node_pairs
+from membench.plan import budget, grammar, node_pairs
 from membench.plan.grammar import Cell
 from membench.plan.request import Request
 
@@ -143,6 +143,8 @@ class RoundInputs:
 
     def __init__(self, config: dict, cells: list[Cell], variants_table: dict):
         self._config, self._cells = config, cells
+        # the rounds that measure each cell whatever the findings say (all its repeats without a budget)
+        self._fixed = [budget.fixed_repeats(cell, config) for cell in cells]
         self._table = variants_table
         self._requests: dict[str, list[dict]] = {}
         self._digests: dict[tuple[str, int], str] = {}
@@ -159,14 +161,25 @@ class RoundInputs:
         cells as the config names them), with its digest. So round k's
         study changes exactly when one of its requests changes or joins it;
         a new repeat adds a round and changes none of the others."""
+        wanted = [fixed > round_index for fixed in self._fixed]
+        return json.dumps(self._study(system, round_index, wanted), sort_keys=True)
+
+    def _study(self, system: str, round_index: int, wanted: list[bool]) -> dict:
         members = [
             Member.of(cell.id, cell.experiment, {**request, "repeat": round_index}).as_dict()
-            for cell, request in zip(self._cells, self._cell_requests(system))
-            if cell.repeats > round_index
+            for cell, request, want in zip(self._cells, self._cell_requests(system), wanted)
+            if want
         ]
-        study = {"system": system, "round": round_index, "shuffle_seed": self._config["shuffle_seed"],
-                 "disturbed_retries": self._config.get("disturbed_retries", 2), "requests": members}  # fmt: skip
-        return json.dumps(study, sort_keys=True)
+        return {"system": system, "round": round_index, "shuffle_seed": self._config["shuffle_seed"],
+                "disturbed_retries": self._config.get("disturbed_retries", 2), "requests": members}  # fmt: skip
+
+    def adaptive_study(self, system: str, round_index: int, cell_ids: set[str]) -> dict:
+        """An adaptive round's study (a budget's round past min_repeats):
+        repetition k of the config cells named (a node-matrix cell by any
+        of its pairs' ids, node_pairs.pair_cell_id's prefix) that have one."""
+        wanted = [cell.repeats > round_index and (cell.id in cell_ids or any(c.startswith(cell.id + "/") for c in cell_ids))
+                  for cell in self._cells]  # fmt: skip
+        return self._study(system, round_index, wanted)
 
     def _sha256(self, system: str, round_index: int) -> str:
         """The study's content digest, worked out once (a study is made
@@ -198,4 +211,7 @@ class RoundInputs:
         return str(path)
 
     def binaries(self, round_index: int, bin_dir: str) -> list[str]:
-        return sorted({layout.binary_path(bin_dir, cell) for cell in self._cells if cell.repeats > round_index})
+        """Round k's binaries: its cells' (an adaptive round's: every cell's that may have one)."""
+        adaptive = round_index >= max(self._fixed, default=0)
+        return sorted({layout.binary_path(bin_dir, cell) for cell, fixed in zip(self._cells, self._fixed)
+                       if (cell.repeats if adaptive else fixed) > round_index})  # fmt: skip

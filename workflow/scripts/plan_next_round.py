@@ -1,0 +1,28 @@
+"""Checkpoint plan_next_round: round k of a run within a budget, planned
+from the findings of rounds 0..k-1 (membench.findings.next_round). Writes
+the round's study (the requests of the cells it measures: none ends the
+run) with why, and says it on the terminal."""
+
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+import json  # noqa: E402
+
+from membench.core.atomic_files import write_text_atomic  # noqa: E402
+from membench.findings import next_round  # noqa: E402
+from membench.plan import budget, grammar, rounds, variants  # noqa: E402
+
+config = snakemake.params.config
+system, round_index = snakemake.wildcards.system, int(snakemake.wildcards.round)
+table = variants.load_variants(snakemake.params.variants)
+cells = grammar.expand({"experiments": config["experiments"]}, table)
+chosen, why, numbers = next_round.plan(list(snakemake.input.manifests), config, system, snakemake.input.topology,
+                                       snakemake.input.environment, budget.seconds(config.get("budget")))
+study = rounds.RoundInputs(config, cells, table).adaptive_study(system, round_index, set(chosen)) if chosen else {
+    "system": system, "round": round_index, "shuffle_seed": config["shuffle_seed"], "requests": []}
+study.update(why=why, **numbers)
+write_text_atomic(snakemake.output[0], json.dumps(study, sort_keys=True))
+line = f"{system} round {round_index}, planned: " + (f"measures {why}" if study["requests"] else f"nothing to measure: {why}; the run ends")
+print(line, file=sys.__stderr__, flush=True)
+print(line, file=sys.stderr)
