@@ -13,7 +13,10 @@ CONFIG ?= config/config.yaml
 # Snakemake's job blocks (membench's own lines and every error always show).
 RESULTS ?=
 RUN_DIR  = $(if $(RESULTS),$(RESULTS),.)
-RUN_ARGS = $(if $(RESULTS),--directory $(call quote,$(RESULTS)) --configfile $(call quote,$(abspath $(CONFIG))),--configfile $(call quote,$(CONFIG)))
+RUN_ARGS = $(if $(RESULTS),--directory $(call quote,$(RESULTS)) --configfile $(call quote,$(abspath $(CONFIG))),--configfile $(call quote,$(CONFIG))) $(BUDGET_ARGS)
+# BUDGET=4m (or 90s, 240): the run's measuring time, over the config's budget: (issue 51)
+BUDGET ?=
+BUDGET_ARGS = $(if $(BUDGET),--config budget=$(call quote,$(BUDGET)))
 TERMINAL = $(if $(VERBOSE),,2>&1 | $(BIN)/python -u workflow/scripts/terminal_lines.py)
 
 .PHONY: config-exists bytecode run findings plan status test bench lint compare bundle reference system-deps test-deps bench-deps clean
@@ -73,7 +76,7 @@ INSTALL_TIME = $$([ -f $(VENV)/.install_seconds ] && echo --install-seconds $$(c
 run: SHELL := /bin/bash
 run: .SHELLFLAGS := -o pipefail -c
 run: config-exists system-deps $(STAMP) bytecode
-	@$(BIN)/python workflow/scripts/study_estimate.py --configfile $(call quote,$(CONFIG)) --cores $(CORES) --directory $(call quote,$(RUN_DIR))
+	@$(BIN)/python workflow/scripts/study_estimate.py --configfile $(call quote,$(CONFIG)) --cores $(CORES) --directory $(call quote,$(RUN_DIR)) $(if $(BUDGET),--budget $(call quote,$(BUDGET)))
 	@env --default-signal=INT,QUIT,TERM $(BIN)/snakemake --cores $(CORES) $(RUN_ARGS) $(TERMINAL); rc=$$?; \
 	  $(BIN)/python workflow/scripts/time_breakdown.py --directory $(call quote,$(RUN_DIR)) $(INSTALL_TIME); exit $$rc
 	@$(BIN)/python workflow/scripts/print_findings.py $(call quote,$(RUN_DIR)/results/summary/findings.json) --report $(call quote,$(abspath $(RUN_DIR)/results/report.html))

@@ -62,10 +62,14 @@ def main(argv=None) -> int:
     parser.add_argument("--directory", default=".", help="the run directory (holding results/)")
     parser.add_argument("--cores", default="all")
     parser.add_argument("--left", action="store_true", help="only what is not stored yet")
+    parser.add_argument("--budget", help="the run's budget, over the config's (make run BUDGET=...)")
     args = parser.parse_args(argv)
     table = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
     try:
-        config, cells = checks.load(config_limits.read_config(args.configfile), REPO / "workflow" / "schemas" / "config.schema.yaml", table)
+        raw = config_limits.read_config(args.configfile)
+        if args.budget:
+            raw = {**raw, "budget": float(args.budget) if args.budget.replace(".", "", 1).isdigit() else args.budget}
+        config, cells = checks.load(raw, REPO / "workflow" / "schemas" / "config.schema.yaml", table)
     except grammar.ConfigError as error:
         print(error, file=sys.stderr)
         return 2
@@ -74,7 +78,7 @@ def main(argv=None) -> int:
     results = Path(args.directory) / "results"
     left = stored_left(cells, results, systems) if args.left else None
     stored = stored_seconds(cells, results, systems) if args.left else None
-    plan = estimate.estimate(cells, cores, this_host(table, results, systems), left, stored=stored)
+    plan = estimate.estimate(cells, cores, this_host(table, results, systems), left, stored=stored, config=config)
     heading = (
         f"Still to measure ({', '.join(systems)}), by the model:" if args.left
         else f"make run will measure {args.configfile} on {', '.join(systems)} ({cores} core{'s' * (cores != 1)}):"

@@ -23,7 +23,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass
 
-from membench.plan import families, latency_sweep
+from membench.plan import budget, families, latency_sweep
 from membench.plan.grammar import Cell
 
 # Bandwidth of one thread streaming from memory (bytes/s, STREAM counting),
@@ -80,6 +80,7 @@ class Estimate:
     binaries: int
     phases: dict[str, float]  # install, compile, probe, rounds, report
     basis: str = ""  # what the seconds per repetition come from
+    budget: str = ""  # what a budget buys, when the config has one
 
     @property
     def seconds(self) -> float:
@@ -127,21 +128,34 @@ def model_seconds(cell: Cell, host: Host) -> float:
 
 def estimate(
     cells: list[Cell], cores: int, host: Host, left: dict[str, int] | None = None, installed: bool = True,
-    stored: dict[str, list[float]] | None = None,
+    stored: dict[str, list[float]] | None = None, config: dict | None = None,
 ) -> Estimate:
     """The run's estimate; `left`: cell id -> repetitions still to measure
     (None: every repetition, as before a first run); `stored`: cell id ->
     the seconds of its repetitions stored on this machine, which set the
-    pace of their family (measured / model) for what is left."""
+    pace of their family (measured / model) for what is left; `config`:
+    its budget (membench.plan.budget), when it has one: the fixed rounds,
+    then planned rounds up to what is left of it."""
     pace = family_pace(cells, host, stored or {})
     experiments: dict[str, tuple[int, int, float]] = {}
+    planned = 0.0  # the most the planned rounds could take: every cell to its repeats
     for cell in cells:
-        reps = cell.repeats if left is None else left.get(cell.id, 0)
+        fixed = budget.fixed_repeats(cell, config or {})
+        reps = fixed if left is None else max(0, left.get(cell.id, 0) - (cell.repeats - fixed))
         n_cells, n_reps, seconds = experiments.get(cell.experiment, (0, 0, 0.0))
         each = model_seconds(cell, host) * pace.get(cell.kernel, 1.0)
         experiments[cell.experiment] = (n_cells + 1, n_reps + reps, seconds + reps * each)
+        planned += (cell.repeats - fixed) * each
     binaries = len(Counter((c.kernel, c.variant) for c in cells))
     rounds = sum(seconds for _, _, seconds in experiments.values())
+    limit = budget.seconds((config or {}).get("budget"))
+    said = ""
+    if limit is not None:
+        extra = min(planned, max(0.0, limit - rounds))
+        said = (f"budget {duration(limit)}: the first {budget.fixed_rounds(cells, config)} rounds measure every cell "
+                f"(about {duration(rounds)}{', over the budget' if rounds > limit else ''}), then up to "
+                f"{duration(extra)} of rounds that measure only what undecided findings rest on")  # fmt: skip
+        rounds += extra
     phases = {
         "install": 0.0 if installed else INSTALL_SECONDS,
         "compile": 0.0 if left is not None else HARNESS_SECONDS + COMPILE_SECONDS * binaries / max(1, cores),
@@ -153,7 +167,7 @@ def estimate(
         f"the model at the pace stored on this machine for {', '.join(sorted(pace))}"
         if pace else "a model of this host's CPUs and caches, not a measurement (membench.plan.estimate): a busy machine takes longer"
     ) + "; disturbed repetitions measured again add to it"
-    return Estimate(experiments, binaries, phases, basis)
+    return Estimate(experiments, binaries, phases, basis, said)
 
 
 def family_pace(cells: list[Cell], host: Host, stored: dict[str, list[float]]) -> dict[str, float]:
@@ -182,5 +196,7 @@ def lines(plan: Estimate, heading: str) -> list[str]:
         if reps:
             out.append(f"  {name}: {cells} cell{'s' * (cells != 1)}, {reps} repetition{'s' * (reps != 1)}, about {duration(seconds)}")
     shown = ", ".join(f"{phase} {duration(s)}" for phase, s in plan.phases.items() if s)
+    if plan.budget:
+        out.append(f"  {plan.budget}")
     out.append(f"  about {duration(plan.seconds)} in all ({shown}); {plan.basis}")
     return out
