@@ -3,7 +3,7 @@ and a bundle made a published machine (`make reference`), issue 44.
 
 The run is a synthetic two-socket STREAM study (tools/synthetic_runs.py)
 with a findings.json planted beside it for the quantities the first screen
-gives (idle latency, loaded latency, highest memory traffic); the expected
+gives (idle latency, loaded latency, highest bandwidth); the expected
 values are read from its records here, not from the code under test."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def run(tmp_path_factory) -> Path:
     (work / "results" / "summary").mkdir()
     headline = [{"group": "idle latency", "what": "local", "how": "4k pages", "value": 90.0, "unit": "ns", "n": 3,
                  "interval": [88.0, 93.0], "cells": [], "link": "#x"},
-                {"group": "highest memory traffic", "what": "stream", "how": "triad, 4 threads; STREAM count 60 GB/s",
+                {"group": "highest bandwidth", "what": "stream", "how": "triad, 4 threads; STREAM count 60 GB/s",
                  "value": 80.0, "unit": "GB/s", "n": 3, "interval": [79.0, 81.0], "cells": [], "link": "#y"}]  # fmt: skip
     loaded = {"system": "box", "kernel": "loaded", "value": 150.0, "unit": "ns", "n": 2, "interval": [149.0, 151.0],
               "text": "at 30 GB/s of load: 150 ns"}  # fmt: skip
@@ -95,7 +95,7 @@ def test_a_run_against_a_published_machine_gives_ratios_and_conditions_not_verdi
     loaded_atlas = reference.load_atlas(atlas)
     result = reference.compare_with_reference("ref:planted_box", str(run), tmp_path / "out", loaded_atlas)
     rows = {row["quantity"]: row for row in result["systems"][0]["rows"]}
-    stand_in = "highest memory traffic (against all reads)"  # no all-reads mix in this run: said so
+    stand_in = "highest bandwidth (against all reads)"  # no all-reads mix in this run: said so
     assert sorted(rows) == [stand_in, "idle latency", "stream copy", "stream triad"]
     assert rows[stand_in]["ratio"] == pytest.approx(0.5) and "not an all-reads mix" in rows[stand_in]["run_conditions"]
     assert rows["stream triad"]["ratio"] == pytest.approx(best_stream_median(run, "triad") / 50.0)

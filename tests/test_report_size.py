@@ -93,4 +93,4 @@ def test_first_screen_summary_links_and_nothing_overflows(rendered, tmp_path):
     assert layout["numbers"] and set(layout["numbers"]) == {"linked"}, layout["numbers"]
     assert layout["page_width"] <= WIDTH, layout["page_width"]
     assert not layout["wide"], layout["wide"]
-    assert "GB/s" in layout["text"] and "highest memory traffic" in layout["text"]
+    assert "GB/s" in layout["text"] and "highest bandwidth" in layout["text"]

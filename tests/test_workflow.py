@@ -170,7 +170,7 @@ def test_first_screen_answers(workflow, tmp_path):
     assert layout["numbers"] and set(layout["numbers"]) == {"linked"}, layout["numbers"]
     assert layout["page_width"] <= WIDTH and not layout["wide"], (layout["page_width"], layout["wide"])
     text = layout["text"]
-    for headline in ("highest memory traffic", "idle latency", "effective concurrency"):
+    for headline in ("highest bandwidth", "idle latency", "effective concurrency"):
         assert headline in text, headline
     # this study's arrays (2 MiB) fit the cache: no bandwidth number, no one-thread row and no Little's
     # law at the peak come from them, and the first screen says why (issue 29)

@@ -14,7 +14,7 @@ bundle also states (membench.compare.reference_entry), so the two read alike:
                    (gbps; STREAM's own bytes, no write-allocate) of its
                    undisturbed ok runs;
   "all-read"       the best all-reads mix cell (mix r1w0), likewise; where
-                   the run has none, the highest memory traffic of
+                   the run has none, the highest bandwidth of
                    findings.json, said as such (as the first screen does);
   "idle latency"   findings.json's first idle latency (its headline);
   "loaded latency" findings.json's loaded-latency finding (the latency under
@@ -38,7 +38,10 @@ from membench.store import collect
 STREAM_OPS = ("copy", "scale", "add", "triad")
 # Held against an all-reads number where the run has no all-reads mix, as the
 # first screen does (membench.findings.atlas): said as such on every row.
-STAND_IN = "highest memory traffic (against all reads)"
+STAND_IN = "highest bandwidth (against all reads)"
+# The first screen's bandwidth group, by its name now and before issue 50
+# (a bundle from an earlier membench says "highest memory traffic").
+BANDWIDTH_GROUPS = ("highest bandwidth", "highest memory traffic")
 TO_GBPS = {"GB/s": 1.0, "MB/s": 1e-3}  # STREAM's MB/s are 10^6 bytes a second
 NO_VERDICT = (
     "A published number is one value with no run-to-run spread: no significance verdict is possible. "
@@ -123,9 +126,9 @@ def run_quantities(results: Path, system: str) -> dict:
     for row in mine["headline"]:
         if row["group"] == "idle latency" and row["value"] is not None and "idle latency" not in found:
             found["idle latency"] = {**_evidence(row), "how": f"findings.json: idle latency, {row['what']}, {row['how']}"}
-        if row["group"] == "highest memory traffic" and row["value"] is not None and "all-read" not in found:
+        if row["group"] in BANDWIDTH_GROUPS and row["value"] is not None and not row.get("bound") and "all-read" not in found:
             found["all-read"] = {**_evidence(row), "label": STAND_IN,
-                                 "how": f"findings.json: highest memory traffic ({row['what']}, "
+                                 "how": f"findings.json: {row['group']} ({row['what']}, "
                                  f"{row['how'].split(';')[0]}), not an all-reads mix: this run has none"}  # fmt: skip
     loaded = next((f for f in findings.get("findings", []) if f["system"] == system and f["kernel"] == "loaded"
                    and f["value"] is not None and f["unit"] == "ns"), None)  # fmt: skip

@@ -82,7 +82,7 @@ def number_entries(name: str, quantities: dict, topology: dict, environment: dic
     numbers = []
     for key, mine in quantities.items():
         if mine.get("label") == reference.STAND_IN:
-            continue  # the highest memory traffic stands in for a missing mix on the first screen; it is no all-read number
+            continue  # the highest bandwidth stands in for a missing mix on the first screen; it is no all-read number
         cell = {"quantity": "bandwidth", "kernel": "stream", "op": key[1]} if isinstance(key, tuple) else shape[key]
         spread = f", range {mine['interval'][0]:.1f}-{mine['interval'][1]:.1f}" if mine.get("interval") else ""
         conditions = {"scope": scope, "benchmark": f"membench {' '.join(str(v) for v in cell.values() if v != cell['quantity'])}",

@@ -67,6 +67,11 @@ def metric_of(kernel: str) -> tuple[str, str]:
     return "ns_per_load", "ns"
 
 
+def higher_is_better(column: str) -> bool:
+    """Bandwidth is better higher; latencies and hand-offs lower."""
+    return column == "gbps"
+
+
 def _runs_of(runs: pd.DataFrame, cell: str, op, column: str) -> pd.Series:
     mine = runs[runs["cell"] == cell]
     if op is not None and not (isinstance(op, float) and math.isnan(op)) and "op" in mine:
@@ -104,7 +109,8 @@ def comparisons(cells: pd.DataFrame, runs: pd.DataFrame, axis: str, column: str,
             if level == start:
                 continue
             row = group[group[axis] == level].iloc[0]
-            result = evidence.effect(_runs_of(runs, first["cell"], op, column), _runs_of(runs, row["cell"], op, column))
+            result = evidence.effect(_runs_of(runs, first["cell"], op, column), _runs_of(runs, row["cell"], op, column),
+                                     higher_is_better(column))  # fmt: skip
             label = f"{AXIS_WORDS.get(axis, axis)} {start} → {level}" + (f" at {where}" if where else "") + (f", {op}" if isinstance(op, str) else "")
             at_levels = {a: str(first[a]) for a in _varying(cells) if a != axis}
             out.append({**detail(label, result, [first["cell"], row["cell"]]), "axis": axis, "base": str(start),
@@ -116,10 +122,14 @@ def _decided_first(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (not r["decided"], -abs(math.log(r["value"])) if r["value"] else 0))
 
 
+# An effect's answer travels with its finding: the adaptive rounds read `decided`, a reader the rest.
+ANSWER_KEYS = ("answer", "margin", "false_alarm", "effect_bound")
+
+
 def finding(paper: str, main: dict | None, details: list[dict], text: str) -> dict:
     empty = {"value": None, "unit": None, "n": 0, "interval": None, "interval_kind": None, "decided": False,
              "status": evidence.NO_RUN, "cells": []}  # fmt: skip
-    head = {k: v for k, v in (main or empty).items() if k in empty}
+    head = {k: v for k, v in (main or empty).items() if k in empty or k in ANSWER_KEYS}
     return {"paper": paper, "question": QUESTIONS[paper] if paper else OWN_QUESTION, **head, "text": text, "details": details}
 
 
@@ -134,12 +144,13 @@ def _spread_details(cells: pd.DataFrame, runs: pd.DataFrame, column: str, ops: l
             continue
         cv = float(values.std(ddof=1) / values.mean())
         named = f", {op}" if len(ops) > 1 else ""
+        enough = len(values) >= evidence.MIN_RUNS  # a spread, like any interval, from 3 runs on
+        status = "decided" if enough else evidence.runs_needed_text(evidence.MIN_RUNS - len(values), per_arm=False)
         out.append({"label": f"spread {_level_text('affinity', row.affinity)}, {_level_text('threads', row.threads)}{named}",
                     "affinity": str(row.affinity), "threads": int(row.threads), "op": op,
-                    "value": cv, "unit": "cv", "n": len(values), "interval": [float(values.min()), float(values.max())],
-                    "interval_kind": "minimum–maximum of runs (GB/s)", "decided": len(values) >= evidence.DECIDE_RUNS,
-                    "status": "decided" if len(values) >= evidence.DECIDE_RUNS else f"undecided at n={len(values)}",
-                    "cells": [row.cell], "text": f"run-to-run spread {percent(cv, 1)} (n={len(values)})"})  # fmt: skip
+                    "value": cv, "unit": "cv", "n": len(values), "interval": [float(values.min()), float(values.max())] if enough else None,
+                    "interval_kind": "minimum–maximum of runs (GB/s)" if enough else None, "decided": enough, "status": status,
+                    "cells": [row.cell], "text": f"run-to-run spread {percent(cv, 1)} (n={len(values)})" + ("" if enough else f", {status}")})  # fmt: skip
     return out
 
 
@@ -179,7 +190,9 @@ def _one_node(runs: pd.DataFrame, cells: list[str], nodes: int | None) -> bool:
     mine = runs[runs["cell"].isin(cells)]
     if mine.empty or "threads_per_node" not in mine or mine["threads_per_node"].isna().any():
         return False
-    return bool((mine["threads_per_node"].astype(float) == mine["threads"].astype(float)).all())
+    # "32+32": threads on two nodes (not a number, so not one node)
+    per_node = pd.to_numeric(mine["threads_per_node"], errors="coerce")
+    return bool((per_node == mine["threads"].astype(float)).all())
 
 
 def placement_answer(cells: pd.DataFrame, runs: pd.DataFrame, modes: pd.DataFrame, cpus: int, nodes: int | None = None) -> dict:
@@ -202,7 +215,8 @@ def placement_answer(cells: pd.DataFrame, runs: pd.DataFrame, modes: pd.DataFram
         rows, pairs = list(group.itertuples()), []
         for i, a in enumerate(rows):
             for b in rows[i + 1:]:
-                e = evidence.effect(_runs_of(runs, a.cell, ops[-1], column), _runs_of(runs, b.cell, ops[-1], column))
+                e = evidence.effect(_runs_of(runs, a.cell, ops[-1], column), _runs_of(runs, b.cell, ops[-1], column),
+                                    higher_is_better(column))  # fmt: skip
                 if e["value"] is None:
                     continue
                 label = f"same CPUs: affinity {a.affinity} → {b.affinity} at {int(threads)} threads, {ops[-1]}"
@@ -216,7 +230,7 @@ def placement_answer(cells: pd.DataFrame, runs: pd.DataFrame, modes: pd.DataFram
             same = main is not None and {main["base"], main["level"]} == {widest["base"], widest["level"]}
             change = "" if same else f"; {widest['base']} → {widest['level']} {evidence.change_text(widest)}"
             text += (f"; {names} each put one thread on every one of the {cpus} CPUs{change}"
-                     + (": what sets them apart is not a placement membench can see" if widest["decided"] else ""))  # fmt: skip
+                     + (": what sets them apart is not a placement membench can see" if evidence.changed(widest) else ""))  # fmt: skip
     if modes is not None and not modes.empty:
         explained = modes[modes["verdict"] == "explained"]
         if not explained.empty:
@@ -257,14 +271,18 @@ def feature_answer(cells: pd.DataFrame, runs: pd.DataFrame, ec: pd.DataFrame) ->
                                 "unit": "lines", "n": int(row["n_used"]) if "n_used" in row else None, "interval": None,
                                 "interval_kind": None, "decided": False, "status": "derived", "cells": [row["cell"]],
                                 "text": f"{which} version {row['variant']}: {float(lines.iloc[0]):.1f} lines in flight"})  # fmt: skip
-    by_feature = {}
+    by_feature, same = {}, {}
     for d in details:
-        if d.get("feature") and d["decided"]:
+        if d.get("feature") and evidence.changed(d):
             by_feature.setdefault(FEATURES[d["feature"]], []).append(d["value"])
+        elif d.get("feature") and d.get("answer") == "same":
+            same[FEATURES[d["feature"]]] = d["margin"]
     bought = "; ".join(f"{name} ×{min(v):.2f}–{max(v):.2f}" if len(v) > 1 else f"{name} ×{v[0]:.2f}"
                        for name, v in by_feature.items())  # fmt: skip
     text = (main["text"] if main else "fewer than two versions measured") + (
         f"; decided feature effects: {bought}" if bought else "; no feature effect decided at these repetitions")
+    if same:
+        text += f"; the same within ±{percent(max(same.values()))}: {', '.join(same)}"
     return finding("mccalpin", main, details, text)
 
 
@@ -320,18 +338,18 @@ def size_answer(cells: pd.DataFrame, runs: pd.DataFrame) -> dict:
         for before, after in zip(ordered.iloc[:-1].itertuples(), ordered.iloc[1:].itertuples()):
             if str(before.size_requested) == str(after.size_requested):
                 continue
-            result = evidence.effect(_runs_of(runs, before.cell, op, column), _runs_of(runs, after.cell, op, column))
+            result = evidence.effect(_runs_of(runs, before.cell, op, column), _runs_of(runs, after.cell, op, column), higher_is_better(column))
             spill = spilled_share(runs, after.cell)
             label = f"size {size_text(before.size_bytes)} → {size_text(after.size_bytes)}"
             text = f"{label}: {evidence.change_text(result)}" + (f"; {percent(spill)} of the pages off their main node" if spill is not None else "")
             details.append({**detail(label, result, [before.cell, after.cell], text), "spilled_share": spill})
-        drops = [d for d in details if d["decided"] and d["value"] < 1]
+        drops = [d for d in details if evidence.changed(d) and d["value"] < 1]
         main = drops[0] if drops else (details[-1] if details else None)
     if "init" in varying:
         effects = comparisons(cells, runs, "init", column, base="parallel")
         details += effects
         main = main or (effects[0] if effects else None)
-    text = (f"bandwidth first falls at {main['label']}: {main['text'].split(': ', 1)[1]}" if main and main["decided"] and main["value"] < 1
+    text = (f"bandwidth first falls at {main['label']}: {main['text'].split(': ', 1)[1]}" if main and evidence.changed(main) and main["value"] < 1
             else (main["text"] + "; no decided fall" if main else evidence.NO_RUN))  # fmt: skip
     return finding("ornl", main, details, text)
 

@@ -31,6 +31,7 @@ from membench.findings import answers, latency_answers, papers as paper_numbers
 from membench.findings import atlas, first_screen
 from membench.findings.first_screen import headline_rows
 from membench.findings.headline import STANDINGS, best_cell, row_runs
+from membench.analyse.c2c_summary import memory_by_system
 from membench.findings.sections import build_sections, derived_tables
 from membench.plan import families
 from membench.store.collect import read_measurements
@@ -94,7 +95,7 @@ def experiment_finding(name: str, spec: dict, system: str, cells, runs, modes, d
         found = answers.finding(traits.paper, None, [], f"every one of its {ok} ok runs was disturbed: no answer from this sitting")
     elif traits.bandwidth:
         found = answers.bandwidth_answer(traits.paper, mine, here, mine_modes, ec[ec["system"] == system] if not ec.empty else ec,
-                                         len(topology.get("cpus", [])))  # fmt: skip
+                                         len(topology.get("cpus", [])), nodes=len(topology.get("nodes", [])) or None)  # fmt: skip
     elif traits.metric == families.LATENCY:
         latencies = derived["latencies"]
         level = next((h for h in derived["levels"] if h["system"] == system), None)
@@ -104,7 +105,7 @@ def experiment_finding(name: str, spec: dict, system: str, cells, runs, modes, d
         found = latency_answers.loaded_answer(mine, here, first)
     else:
         classes = c2c_classes[(c2c_classes["experiment"] == name) & (c2c_classes["system"] == system)] if c2c_classes is not None and not c2c_classes.empty else None
-        found = latency_answers.c2c_answer(classes, here)
+        found = latency_answers.c2c_answer(classes, here, memory_ns=memory_by_system(derived["latencies"]).get(system))
     return {"system": system, "experiment": name, "kernel": kernel, **found}
 
 

@@ -212,11 +212,13 @@ def idle_latency_table(latencies: pd.DataFrame) -> dict:
     return {
         "title": "Idle latency per system, placement and page size",
         "note": (
-            "The random chase at the largest working set measured, with the reference tools' 256 KiB groups when "
-            "measured (ns per dependent load: the median over repetitions, each its stretch-min-mean: every stretch "
-            "of the cycle at its fastest walk; "
-            "min–max and their distance from the median show the spread). The group and the pointer spacing are named; a working set whose "
-            "lines are short of 8 × the last-level cache is flagged ⚑ (it may hold cache hits)."
+            "The random chase's memory plateau (the hierarchy's memory row, one rule: membench.analyse.memory_plateau), "
+            "with the reference tools' 256 KiB groups when measured: the median over the undisturbed runs of each run's "
+            "median over the plateau's points past the caches (runs counts runs, not points; ns per dependent load, "
+            "each its stretch-min-mean: every stretch of the cycle at its fastest walk; min–max over the runs and their "
+            "distance from the median show the spread); without a plateau, the largest working set measured. The "
+            "working set is the plateau's largest; the group and the pointer spacing are named; a latency not taken "
+            "past the caches is flagged ⚑ (it may hold cache hits)."
         ),
         "columns": ["system", "placement", "pages", "group", "spacing", "ns per load", "runs", "min–max ns", "spread", "working set", "cell"],
         "rows": [
