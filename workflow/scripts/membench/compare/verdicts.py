@@ -27,7 +27,8 @@ called of m; Benjamini-Yekutieli). A row without an interval (fewer than 2
 runs a side) counts in neither m. A row is `worse`/`better` exactly when
 its interval lies wholly beyond a threshold edge, `same` when it lies
 wholly inside, `undecided` otherwise; make compare's exit code reads the
-gate rows only.
+gate rows only. That rule, the interval and the default threshold (2 %)
+are membench.findings.evidence's, which answers each finding by them too.
 
 Why this and not the rank interval (bench/rank_interval.py, what
 `make compare` used before): the Mann-Whitney interval cannot be narrower
@@ -52,6 +53,9 @@ import math
 import numpy as np
 from scipy import special  # Student's t by its special functions: the same values, ~50x faster a call than scipy.stats.t
 
+# One interval, one rule and one margin for make compare and the findings' answers (the findings stage comes first).
+from membench.findings.evidence import MARGIN, interval, verdict, welch
+
 REALISTIC = 60  # repetitions per side beyond which no count is suggested
 MAX_LOG_HALF_WIDTH = math.log(10)  # an interval wider than 10x either way is not shown
 POWER = 0.95  # the chance n_needed gives of calling a change the size of the estimate
@@ -60,23 +64,6 @@ POWER = 0.95  # the chance n_needed gives of calling a change the size of the es
 def positive(values) -> np.ndarray:
     values = np.asarray(values, dtype=float)
     return values[np.isfinite(values) & (values > 0)]
-
-
-def welch(base_log: np.ndarray, new_log: np.ndarray) -> tuple[float, float, float, float]:
-    """(difference of means, its standard error, Hsu's degrees of freedom,
-    pooled spread) of two samples of log values; se and df are nan with
-    fewer than 2 values on a side."""
-    n, m = len(base_log), len(new_log)
-    d = float(new_log.mean() - base_log.mean())
-    if n < 2 or m < 2:
-        spread = float(np.std(np.concatenate([base_log, new_log]), ddof=1)) if n + m > 2 and min(n, m) >= 2 else math.nan
-        return d, math.nan, math.nan, spread
-    vb, vn = float(np.var(base_log, ddof=1)), float(np.var(new_log, ddof=1))
-    se2 = vb / n + vn / m
-    if se2 <= 0:
-        return d, 0.0, math.inf, 0.0
-    df = min(n, m) - 1  # Hsu (module doc)
-    return d, math.sqrt(se2), df, math.sqrt((vb + vn) / 2)
 
 
 def edge_p(d: float, se: float, df: float, threshold: float) -> float:
@@ -99,28 +86,6 @@ def holm_level(p_values: list[float], alpha: float) -> tuple[float, int]:
             break
         called += 1
     return 1 - alpha / max(m - called, 1), called
-
-
-def interval(d: float, se: float, df: float, level: float) -> tuple[float, float]:
-    """The difference's interval at `level` (log scale); -inf/inf without one."""
-    if not math.isfinite(se):
-        return -math.inf, math.inf
-    if se == 0:
-        return d, d
-    half = float(special.stdtrit(df, 1 - (1 - level) / 2)) * se
-    return d - half, d + half
-
-
-def verdict(low: float, high: float, higher_is_better: bool, threshold: float) -> str:
-    """worse | better | same | undecided from the ratio's interval."""
-    down, up = 1 - threshold, 1 + threshold
-    if high < down:
-        return "worse" if higher_is_better else "better"
-    if low > up:
-        return "better" if higher_is_better else "worse"
-    if low >= down and high <= up:
-        return "same"
-    return "undecided"
 
 
 def repetitions_needed(d: float, spread: float, n: int, level: float, threshold: float) -> int | None:
@@ -196,7 +161,7 @@ def decide_rows(rows: list[dict], *, threshold: float, confidence: float) -> flo
     return gate_level
 
 
-def compare_values(base, new, *, higher_is_better: bool, threshold: float = 0.02, confidence: float = 0.95) -> dict:
+def compare_values(base, new, *, higher_is_better: bool, threshold: float = MARGIN, confidence: float = 0.95) -> dict:
     """One row compared on its own (the whole comparison's level is this
     row's): the keys of compare.csv's statistics."""
     row = {**row_statistics(base, new), "_higher": higher_is_better}

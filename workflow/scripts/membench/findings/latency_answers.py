@@ -18,6 +18,8 @@ from membench.core.text import size_text
 from membench.findings import evidence
 from membench.findings.answers import finding, detail, metric_of
 
+LOWER_IS_BETTER = False  # evidence.effect's higher_is_better for a latency: a shorter one is better
+
 
 def _pair_is_local(placement: str) -> bool:
     """"bind:1 from node:1" (memory on the CPUs' own node) is local."""
@@ -50,19 +52,19 @@ def latency_answer(runs: pd.DataFrame, latencies: pd.DataFrame, levels: dict | N
     for placement in placements:
         for other in pages[1:]:
             if (placement, pages[0]) in by_key and (placement, other) in by_key:
-                result = evidence.effect(by_key[(placement, pages[0])], by_key[(placement, other)])
+                result = evidence.effect(by_key[(placement, pages[0])], by_key[(placement, other)], LOWER_IS_BETTER)
                 details.append(detail(f"{other} pages against {pages[0]}, {placement}", result, []))
     if "local" in placements:
         for other in placements:
             if other != "local" and ("local", pages[0]) in by_key and (other, pages[0]) in by_key:
-                result = evidence.effect(by_key[("local", pages[0])], by_key[(other, pages[0])])
+                result = evidence.effect(by_key[("local", pages[0])], by_key[(other, pages[0])], LOWER_IS_BETTER)
                 details.append(detail(f"{other} against local, {pages[0]} pages", result, []))
     pairs = {key: values for key, values in by_key.items() if " from node:" in key[0]}
     if pairs:  # a node x node matrix: remote pairs against local ones, pooled over the pairs
         local = [v for (placement, _), v in pairs.items() if _pair_is_local(placement)]
         remote = [v for (placement, _), v in pairs.items() if not _pair_is_local(placement)]
         if local and remote:
-            result = evidence.effect(pd.concat(local), pd.concat(remote))
+            result = evidence.effect(pd.concat(local), pd.concat(remote), LOWER_IS_BETTER)
             details.append(detail(f"remote pairs against local pairs ({len(remote)} and {len(local)})", result, []))
     hierarchy = []
     for row in (levels or {}).get("rows", []):
@@ -131,7 +133,7 @@ def loaded_answer(cells: pd.DataFrame, runs: pd.DataFrame, idle: pd.Series | Non
         text = f"at {heaviest['load_gbps']:.1f} GB/s of load: {evidence.quantity_text(heaviest)}"
     if idle is not None and len(idle):
         loaded = runs.loc[runs["cell"] == heaviest["cells"][0], column].dropna().astype(float)
-        ratio = evidence.effect(idle, loaded)
+        ratio = evidence.effect(idle, loaded, LOWER_IS_BETTER)
         details.append({**detail("loaded against idle latency", ratio, heaviest["cells"]), "heaviest_lost": bool(lost)})
         text += f"; against idle {evidence.change_text(ratio)}" + (" at that lighter load" if lost else "")
     return finding("aws-loaded", main, details, text)

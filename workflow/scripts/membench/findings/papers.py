@@ -240,7 +240,8 @@ def ornl(paper: dict, finding: dict) -> list[dict]:
     if not spill:
         return []
     sizes = [d for d in finding.get("details", []) if d.get("label", "").startswith("size ")]
-    drop = next((d for d in sizes if d.get("decided") and d["value"] is not None and d["value"] < 1), None)
+    # a decided fall: "the same within the margin" is decided too, and is no fall
+    drop = next((d for d in sizes if d.get("answer") == "worse" and d["value"] is not None and d["value"] < 1), None)
     nodes = finding.get("memory_nodes")
     comparison = note = None
     if nodes == 1:
