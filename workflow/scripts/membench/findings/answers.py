@@ -364,6 +364,9 @@ def mix_answer(cells: pd.DataFrame, runs: pd.DataFrame) -> dict:
     main = max(details, key=lambda d: d["value"] or 0) if details else None
     known = [d for d in details if d["value"] is not None]
     text = "injection " + ", ".join(f"{d['label']} {d['value']:.1f}" for d in known) + " GB/s" if known else evidence.NO_RUN
+    fewest = min(known, key=lambda d: d["n"], default=None)
+    if fewest is not None and fewest["n"] < evidence.MIN_RUNS:
+        text += f" (n={fewest['n']}: {fewest['status']})"
     return finding("mlc", main, details, text)
 
 

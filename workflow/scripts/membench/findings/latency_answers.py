@@ -148,7 +148,8 @@ def _per_transfer_ranges(details: list[dict]) -> list[str]:
         low, high = min(mine, key=lambda d: d["value"]), max(mine, key=lambda d: d["value"])
         count = TRANSFERS.get(op, 1)
         of = f", {count} transfers" if count > 1 else ""
-        parts.append(f"{op} {low['value']:.1f} ns ({low['pair_class']}, n={low['n']}{of})" if len(mine) == 1 else
+        needs = f", {low['status']}" if low["n"] < evidence.MIN_RUNS else ""
+        parts.append(f"{op} {low['value']:.1f} ns ({low['pair_class']}, n={low['n']}{needs}{of})" if len(mine) == 1 else
                      f"{op} {low['value']:.1f} ns ({low['pair_class']}) to {high['value']:.1f} ns ({high['pair_class']}){of}")  # fmt: skip
     return parts
 
