@@ -142,18 +142,33 @@ def test_ornl_on_one_node_is_not_measurable():
     assert rows[0]["this_value"] is None and rows[0]["same_direction"] is None
 
 
-def test_ornl_on_two_nodes_sets_the_first_decided_fall_beside_the_spill():
-    sizes = {"1GiB": [20.0, 20.2, 19.9], "4GiB": [19.9, 20.1, 20.0], "16GiB": [17.0, 17.1, 16.9]}
+def ornl_finding(sizes: dict[str, list[float]]) -> dict:
     cells, runs = [], []
     for i, (size, values) in enumerate(sizes.items()):
         cell = f"s{i}"
         cells.append({"experiment": "e", "cell": cell, "kernel": "stream", "op": "triad", "threads": 8, "affinity": "close",
                       "size_requested": size, "size_bytes": 2 ** (30 + 2 * i), "n_ok": 3, "gbps_median": float(np.median(values))})  # fmt: skip
         runs += [{"experiment": "e", "cell": cell, "op": "triad", "gbps": v, "memory_nodes": "[0, 1]"} for v in values]
-    finding = answers.bandwidth_answer("ornl", pd.DataFrame(cells), pd.DataFrame(runs), None, pd.DataFrame(), 16)
-    spill = papers.beside(finding, PAPERS, {}, None)[0]
+    return answers.bandwidth_answer("ornl", pd.DataFrame(cells), pd.DataFrame(runs), None, pd.DataFrame(), 16)
+
+
+def test_ornl_on_two_nodes_sets_the_first_decided_fall_beside_the_spill():
+    sizes = {"1GiB": [20.0, 20.2, 19.9], "4GiB": [19.9, 20.1, 20.0], "16GiB": [17.0, 17.1, 16.9]}
+    spill = papers.beside(ornl_finding(sizes), PAPERS, {}, None)[0]
     assert spill["this_value"] == pytest.approx(100 * (gmean_ratio(sizes["4GiB"], sizes["16GiB"]) - 1))
     assert spill["paper_value"] == -15 and spill["same_direction"] is True
+
+
+def test_ornl_a_step_decided_the_same_is_no_fall():
+    """1 -> 4 GiB is 0.3 % lower and decided the same within the 2 % margin:
+    decided, yet not where bandwidth first falls (4 -> 16 GiB is)."""
+    sizes = {"1GiB": [20.0, 20.05, 19.95], "4GiB": [19.94, 19.99, 19.89], "16GiB": [17.0, 17.1, 16.9]}
+    finding = ornl_finding(sizes)
+    same = next(d for d in finding["details"] if d["label"] == "size 1 GiB → 4 GiB")
+    assert same["answer"] == "same" and same["decided"] and same["value"] < 1
+    assert finding["text"].startswith("bandwidth first falls at size 4 GiB → 16 GiB: ")
+    spill = papers.beside(finding, PAPERS, {}, None)[0]
+    assert spill["this_value"] == pytest.approx(100 * (gmean_ratio(sizes["4GiB"], sizes["16GiB"]) - 1))
 
 
 # ------------------------------------------------------------------ McCalpin: ratios and steps
