@@ -74,3 +74,9 @@ def gib_text(size) -> str:
     """Memory in whole GiB, "63 GiB" (a machine's memory, as said in
     conditions); a dash when missing."""
     return DASH if missing(size) else f"{size / 2**30:.0f} GiB"
+
+
+# The write-allocate model's caveat: the first screen says it beside every
+# modelled memory traffic, the terminal once under the summary.
+WRITE_ALLOCATE_CAVEAT = ("write-allocate model: every stored line read first; Intel server cores since Ice Lake "
+                         "can skip that read for full-line stores")  # fmt: skip

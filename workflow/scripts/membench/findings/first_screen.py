@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from membench.core.text import missing, percent
+from membench.core.text import WRITE_ALLOCATE_CAVEAT, missing, percent
 from membench.findings import evidence
 from membench.findings.headline import HEADLINE_RUNS, LOADED_MATCH, STANDINGS
 from membench.plan import families
@@ -21,8 +21,6 @@ from membench.plan import families
 # The first screen's bandwidth group: each family's best STREAM count.
 BANDWIDTH_GROUP = "highest bandwidth"
 # Why the modelled traffic is a model, said wherever it stands beside a count.
-WRITE_ALLOCATE_CAVEAT = ("write-allocate model: every stored line read first; Intel server cores since Ice Lake "
-                         "can skip that read for full-line stores")  # fmt: skip
 LATENCY_FAMILIES = families.named(lambda f: f.metric == families.LATENCY)
 
 

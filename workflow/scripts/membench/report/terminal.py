@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from membench.core.text import DASH, number
-from membench.findings.first_screen import WRITE_ALLOCATE_CAVEAT
+from membench.core.text import DASH, WRITE_ALLOCATE_CAVEAT, number
 
 WIDTH = 25  # the label column
 
