@@ -17,14 +17,17 @@ PHASES = {
     "build_kernel": "compile",
     "probe_system": "probe",
     "measure_round": "rounds",
+    "measure_planned_round": "rounds",
+    # a run within a budget: each planned round drawn from the findings so far
+    "plan_next_round": "round planning",
     "collect_runs": "collect",
     "analyse_measurements": "collect",
     "plot_figure": "figures",
     "render_report": "render",
 }
-ORDER = ["install", "planning", "compile", "probe", "rounds", "collect", "figures", "render", "other"]
+ORDER = ["install", "planning", "compile", "probe", "rounds", "round planning", "collect", "figures", "render", "other"]
 STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
-STARTED = re.compile(r"^(?:local)?rule (\w+):$")
+STARTED = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")
 JOBID = re.compile(r"^\s+jobid: (\d+)$")
 FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)$")
 HEADER_DATE = re.compile(r"^\s+Date: (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)$")

@@ -64,9 +64,15 @@ def findings_so_far(files: list[str], config: dict, system: str, topology: str, 
         return derived["findings"]
 
 
-def cell_seconds(files: list[str]) -> dict[str, float]:
-    """cell id -> the median time of one of its repetitions (its records'
-    first start to last end) plus the gap between measurements."""
+def cell_seconds(files: list[str], manifests: list[str] = ()) -> dict[str, float]:
+    """cell id -> what one more repetition of it is expected to take: the
+    median of its repetitions' seconds as the rounds measured them (tries
+    included, `repetition_seconds` of a manifest), else of its records'
+    first start to last end (the timed part only), plus the gap between
+    measurements."""
+    measured: dict[str, float] = {}
+    for manifest in manifests:
+        measured.update(json.loads(Path(manifest).read_text()).get("repetition_seconds", {}))
     spans: dict[str, list[float]] = {}
     for path in files:
         starts, ends, cell = [], [], None
@@ -76,8 +82,8 @@ def cell_seconds(files: list[str]) -> dict[str, float]:
             if record.get("t_start") is not None and record.get("t_end") is not None:
                 starts.append(float(record["t_start"]))
                 ends.append(float(record["t_end"]))
-        if cell is not None and starts:
-            spans.setdefault(cell, []).append(max(ends) - min(starts))
+        if cell is not None and (path in measured or starts):
+            spans.setdefault(cell, []).append(measured[path] if path in measured else max(ends) - min(starts))
     return {cell: float(pd.Series(values).median()) + GAP_S for cell, values in spans.items()}
 
 
@@ -113,7 +119,7 @@ def plan(manifests: list[str], config: dict, system: str, topology: str, environ
     if left is not None and left <= 0:
         return [], f"the budget is spent ({spent:.0f} of {budget_s:.0f} s)", {"spent_s": spent, "budget_s": budget_s}
     findings = findings_so_far(files, config, system, topology, environment)
-    cells, why = choose(findings, system, cell_seconds(files), left)
+    cells, why = choose(findings, system, cell_seconds(files, manifests), left)
     decided = sum(1 for f in findings["findings"] if f["system"] == system and f.get("decided"))
     total = sum(1 for f in findings["findings"] if f["system"] == system)
     return cells, why, {"spent_s": spent, "budget_s": budget_s, "decided": decided, "findings": total}

@@ -75,6 +75,7 @@ def measure_round(
 
 def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process, progress, retries=0) -> dict:
     measured, kept, unverified, adopted, moved = [], [], [], [], {}
+    seconds: dict[str, float] = {}  # path -> its repetition's seconds, tries included
     disturbed, tried_again, beside = [], {}, []
     busy_streak, busy_spans = 0, []
     started = time.monotonic()
@@ -144,6 +145,7 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
                 busy_spans[-1][1] = position  # measured once, quiet: the retries come back after it
             busy_streak = 0
         measured.append(path)
+        seconds[path] = round(time.monotonic() - one, 3)
         again = sum(len(asides) for asides in tried_again.values())
         progress(
             f"{plan.system} round {plan.round_index}: {position}/{len(plan.members)} "
@@ -175,6 +177,9 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
         # neighbour possible, which the disturbed rule cannot see)
         "neighbour": beside,
         "seconds": round(time.monotonic() - started, 3),
+        # each repetition measured now, its tries included: what the next
+        # round of a run within a budget expects it to cost again
+        "repetition_seconds": seconds,
     }
 
 
