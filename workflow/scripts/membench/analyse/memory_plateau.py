@@ -24,7 +24,6 @@ says so.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -169,16 +168,3 @@ def held_runs(chase_cells: pd.DataFrame) -> int:
     """How many runs of a curve stopped "held" (cells' sweep_held counts);
     0 where the records predate it."""
     return int(chase_cells["sweep_held"].fillna(0).sum()) if "sweep_held" in chase_cells else 0
-
-
-def spread_text(values: pd.Series) -> str:
-    """"median of 3 runs; 125.0–136.1 ns"."""
-    if values.empty:
-        return "no undisturbed run"
-    if len(values) == 1:
-        return "1 run, no spread"
-    return f"median of {len(values)} runs; {values.min():.1f}–{values.max():.1f} ns"
-
-
-def finite(value) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value))
