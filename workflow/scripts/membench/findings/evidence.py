@@ -208,7 +208,8 @@ def change_text(result: dict) -> str:
         return f"same within ±{percent(result['margin'], spaced=True)} (interval {span}), {result['status']}"
     text = f"{percent(result['value'] - 1, digits, signed=True)} ({span})"
     if result.get("effect_bound") is not None:
-        text += f", no effect larger than {math.ceil(100 * result['effect_bound'] - 1e-9)} %"
+        # rounded up to a whole percent: the bound must not read smaller than it is
+        text += f", no effect larger than {percent(math.ceil(100 * result['effect_bound'] - 1e-9) / 100)}"
     return f"{text}, {result['status']}"
 
 

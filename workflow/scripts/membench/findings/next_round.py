@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from membench.analyse.summary import write_summaries
+from membench.core import layout
 from membench.findings.document import write_answers
 from membench.store.collect import collect_runs
 
@@ -50,7 +51,7 @@ def findings_so_far(files: list[str], config: dict, system: str, topology: str, 
     (collect, analyse, findings: the same functions, in a scratch folder)."""
     with tempfile.TemporaryDirectory(prefix="membench-next-round-") as scratch:
         work = Path(scratch)
-        measurements = work / system / "measurements.csv"
+        measurements = layout.measurements_path(work, system)
         measurements.parent.mkdir(parents=True)
         collect_runs(files, str(measurements), topology)
         names = {k: str(work / f"{k}.csv") for k in ("cells", "problems", "modes", "c2c_classes", "c2c_pairs")}
