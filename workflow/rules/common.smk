@@ -195,11 +195,9 @@ def stored_runs(wildcards):
 
 
 def budget_key(system):
-    """Names a run's planned rounds: the fixed rounds' studies and the
-    budget's settings, so that another budget or config plans anew."""
-    parts = [ROUND_INPUTS.study_digest(system, k) for k in range(ROUNDS)]
-    parts += [str(BUDGET_S), str(CONFIG.get("min_repeats")), str(ALL_ROUNDS)]
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
+    """Names a run's planned rounds (membench.plan.budget.key)."""
+    digests = [ROUND_INPUTS.study_digest(system, k) for k in range(ROUNDS)]
+    return budget.key(digests, CONFIG, CELLS)
 
 
 def planned_path(system, k, kind):

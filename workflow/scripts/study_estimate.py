@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from membench.core import layout
-from membench.plan import checks, config_limits, estimate, grammar, variants
+from membench.plan import budget, checks, config_limits, estimate, grammar, rounds, variants
 from membench.probe import topology
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,6 +42,28 @@ def stored_seconds(cells, results: Path, systems: list[str]) -> dict[str, list[f
                     continue
                 seconds.setdefault(cell.id, []).append(took)
     return seconds
+
+
+def budget_spent(config: dict, cells, table: dict, results: Path, systems: list[str]) -> float:
+    """Seconds of the budget the stored rounds spent (their manifests'), the
+    whole budget once the planned rounds are over; 0 without a budget."""
+    limit = budget.seconds(config.get("budget"))
+    if limit is None:
+        return 0.0
+    spent, inputs = 0.0, rounds.RoundInputs(config, cells, table)
+    for system in systems:
+        key = rounds.budget_key(config, cells, table, system)
+        folder = layout.rounds_dir(results, system)
+        if budget.ended(budget.planned_rounds(folder, key), cells):
+            return limit
+        manifests = [Path(layout.manifest_path(str(layout.system_dir(results, system)), k, inputs.study_digest(system, k)))
+                     for k in range(budget.fixed_rounds(cells, config))]  # fmt: skip
+        for manifest in manifests + sorted(folder.glob(f"a*-{key}.json")):
+            try:
+                spent += float(json.loads(manifest.read_text()).get("seconds", 0.0))
+            except (OSError, ValueError):
+                continue
+    return spent
 
 
 def this_host(table: dict, results: Path, systems: list[str]) -> estimate.Host:
@@ -78,7 +100,8 @@ def main(argv=None) -> int:
     results = Path(args.directory) / "results"
     left = stored_left(cells, results, systems) if args.left else None
     stored = stored_seconds(cells, results, systems) if args.left else None
-    plan = estimate.estimate(cells, cores, this_host(table, results, systems), left, stored=stored, config=config)
+    spent = budget_spent(config, cells, table, results, systems) if args.left else 0.0
+    plan = estimate.estimate(cells, cores, this_host(table, results, systems), left, stored=stored, config=config, spent_s=spent)
     heading = (
         f"Still to measure ({', '.join(systems)}), by the model:" if args.left
         else f"make run will measure {args.configfile} on {', '.join(systems)} ({cores} core{'s' * (cores != 1)}):"

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from membench.plan import checks, grammar, variants
+from membench.core import layout
+from membench.plan import budget, checks, grammar, rounds, variants
 from membench.store import to_measure
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,8 +31,13 @@ def main(argv=None) -> int:
         return 2
     results = Path(args.directory) / "results"
     print(f"membench plan: {args.configfile} into {results}/")
+    within_budget = budget.seconds(config.get("budget")) is not None
+    fixed = budget.with_fixed_repeats(cells, config) if within_budget else cells
     for system in grammar.system_names(config):
-        print("\n".join(to_measure.plan_lines(cells, system, results, table)))
+        print("\n".join(to_measure.plan_lines(fixed, system, results, table)))
+        if within_budget:  # later rounds are planned from the findings, within the budget
+            key = rounds.budget_key(config, cells, table, system)
+            print(budget.planned_line(system, budget.planned_rounds(layout.rounds_dir(results, system), key), cells))
     return 0
 
 

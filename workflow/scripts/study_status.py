@@ -7,7 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from membench.plan import checks, config_limits
+from membench.core import layout
+from membench.plan import budget, checks, config_limits, rounds
 from membench.plan import grammar
 from membench.store import progress
 from membench.plan import variants
@@ -27,8 +28,14 @@ def main(argv=None) -> int:
     except grammar.ConfigError as error:
         print(error, file=sys.stderr)
         return 2
+    results = Path(args.directory) / "results"
+    within_budget = budget.seconds(config.get("budget")) is not None
+    fixed = budget.with_fixed_repeats(cells, config) if within_budget else cells
     for system in grammar.system_names(config):
-        print(progress.system_progress(cells, system, Path(args.directory) / "results", table).line())
+        print(progress.system_progress(fixed, system, results, table).line() + (" (the fixed rounds)" if within_budget else ""))
+        if within_budget:  # the rest goes where answers are undecided, as far as the budget goes
+            key = rounds.budget_key(config, cells, table, system)
+            print(budget.planned_line(system, budget.planned_rounds(layout.rounds_dir(results, system), key), cells))
     return 0
 
 

@@ -128,14 +128,15 @@ def model_seconds(cell: Cell, host: Host) -> float:
 
 def estimate(
     cells: list[Cell], cores: int, host: Host, left: dict[str, int] | None = None, installed: bool = True,
-    stored: dict[str, list[float]] | None = None, config: dict | None = None,
+    stored: dict[str, list[float]] | None = None, config: dict | None = None, spent_s: float = 0.0,
 ) -> Estimate:
     """The run's estimate; `left`: cell id -> repetitions still to measure
     (None: every repetition, as before a first run); `stored`: cell id ->
     the seconds of its repetitions stored on this machine, which set the
     pace of their family (measured / model) for what is left; `config`:
     its budget (membench.plan.budget), when it has one: the fixed rounds,
-    then planned rounds up to what is left of it."""
+    then planned rounds up to what is left of it after `spent_s` (measured
+    so far; the budget itself once the planned rounds are over)."""
     pace = family_pace(cells, host, stored or {})
     experiments: dict[str, tuple[int, int, float]] = {}
     planned = 0.0  # the most the planned rounds could take: every cell to its repeats
@@ -151,7 +152,7 @@ def estimate(
     limit = budget.seconds((config or {}).get("budget"))
     said = ""
     if limit is not None:
-        extra = min(planned, max(0.0, limit - rounds))
+        extra = min(planned, max(0.0, limit - spent_s - rounds))
         said = (f"budget {duration(limit)}: the first {budget.fixed_rounds(cells, config)} rounds measure every cell "
                 f"(about {duration(rounds)}{', over the budget' if rounds > limit else ''}), then up to "
                 f"{duration(extra)} of rounds that measure only what undecided findings rest on")  # fmt: skip

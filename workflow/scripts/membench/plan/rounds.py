@@ -215,3 +215,10 @@ class RoundInputs:
         adaptive = round_index >= max(self._fixed, default=0)
         return sorted({layout.binary_path(bin_dir, cell) for cell, fixed in zip(self._cells, self._fixed)
                        if (cell.repeats if adaptive else fixed) > round_index})  # fmt: skip
+
+
+def budget_key(config: dict, cells: list[Cell], variants_table: dict, system: str) -> str:
+    """The key a run within a budget names its planned rounds by (the
+    Snakefile's, for `make status` and `make plan`)."""
+    inputs = RoundInputs(config, cells, variants_table)
+    return budget.key([inputs.study_digest(system, k) for k in range(budget.fixed_rounds(cells, config))], config, cells)
