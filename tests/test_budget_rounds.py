@@ -145,3 +145,23 @@ def test_the_pipeline_plans_rounds_from_the_findings_and_a_rerun_measures_nothin
     assert len(runs) == fixed + sum(len(json.loads(p.read_text())["requests"]) for p in plans)
     again = snakemake(workdir, venv_bin)
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_status_says_what_the_planned_rounds_did_and_whether_the_run_ended(tmp_path):
+    """`make status` / `make plan`: the plans written for this run's key, read
+    back; another key's plans are not this run's."""
+    from types import SimpleNamespace
+
+    cells = [SimpleNamespace(repeats=6)]  # rounds 0-5: a plan for round 5 is the last the repeats allow
+    rounds_dir = tmp_path / "rounds"
+    rounds_dir.mkdir()
+    for k, requests, why in ((2, 3, "3 cells for 2 undecided findings, about 9 s"), (3, 0, "every finding is decided")):
+        (rounds_dir / f"plan{k}-abcdefabcdef.json").write_text(json.dumps({"round": k, "requests": [{}] * requests, "why": why}))
+    (rounds_dir / "plan2-000000000000.json").write_text(json.dumps({"round": 2, "requests": [{}], "why": "another config"}))
+    plans = budget.planned_rounds(rounds_dir, "abcdefabcdef")
+    assert [p["round"] for p in plans] == [2, 3]
+    line = budget.planned_line("box", plans, cells)
+    assert line == "box: planned rounds: 1 measured 3 repetitions; the last plan (round 3): every finding is decided; the run ended"
+    assert budget.ended(plans, cells) and not budget.ended(plans[:1], cells)
+    last = [{"round": 5, "requests": 2, "why": "2 cells for 1 undecided findings, about 4 s", "spent_s": 50.0}]
+    assert budget.ended(last, cells) and budget.planned_line("box", last, cells).endswith("; the repeats are used up")
