@@ -165,3 +165,14 @@ def test_status_says_what_the_planned_rounds_did_and_whether_the_run_ended(tmp_p
     assert budget.ended(plans, cells) and not budget.ended(plans[:1], cells)
     last = [{"round": 5, "requests": 2, "why": "2 cells for 1 undecided findings, about 4 s", "spent_s": 50.0}]
     assert budget.ended(last, cells) and budget.planned_line("box", last, cells).endswith("; the repeats are used up")
+
+
+def test_cells_that_had_all_their_repeats_are_not_planned_again():
+    findings = {"findings": [
+        {"system": "s", "experiment": "a", "decided": False, "cells": ["full"]},
+        {"system": "s", "experiment": "b", "decided": False, "cells": ["open", "full"]},
+    ]}  # fmt: skip
+    chosen, why = next_round.choose(findings, "s", {"open": 1.0, "full": 1.0}, None, may_repeat=lambda cell: cell == "open")
+    assert chosen == ["open"] and "1 cells for 1 undecided findings" in why
+    assert next_round.choose(findings, "s", {}, None, may_repeat=lambda cell: False) == (
+        [], "the undecided findings' cells have had all their repeats")

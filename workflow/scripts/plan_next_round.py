@@ -8,6 +8,7 @@ import sys
 sys.stderr = open(snakemake.log[0], "w")
 
 import json  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 from membench.core.atomic_files import write_text_atomic  # noqa: E402
 from membench.findings import next_round  # noqa: E402
@@ -17,9 +18,14 @@ config = snakemake.params.config
 system, round_index = snakemake.wildcards.system, int(snakemake.wildcards.round)
 table = variants.load_variants(snakemake.params.variants)
 cells = grammar.expand({"experiments": config["experiments"]}, table)
+# findings name concrete cells (a node-matrix cell's pairs); a round measures config cells
+config_ids = rounds.config_cell_ids(cells, json.loads(Path(snakemake.input.topology).read_text()))
+open_ids = {cell.id for cell in cells if cell.repeats > round_index}  # a repetition k left within its repeats
+may_repeat = lambda cell_id: config_ids.get(cell_id, cell_id) in open_ids  # noqa: E731
 chosen, why, numbers = next_round.plan(list(snakemake.input.manifests), config, system, snakemake.input.topology,
-                                       snakemake.input.environment, budget.seconds(config.get("budget")))
-study = rounds.RoundInputs(config, cells, table).adaptive_study(system, round_index, set(chosen)) if chosen else {
+                                       snakemake.input.environment, budget.seconds(config.get("budget")), may_repeat)
+wanted = {config_ids.get(cell_id, cell_id) for cell_id in chosen}
+study = rounds.RoundInputs(config, cells, table).adaptive_study(system, round_index, wanted) if chosen else {
     "system": system, "round": round_index, "shuffle_seed": config["shuffle_seed"], "requests": []}
 study.update(why=why, **numbers)
 write_text_atomic(snakemake.output[0], json.dumps(study, sort_keys=True))

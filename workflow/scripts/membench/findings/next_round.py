@@ -88,17 +88,22 @@ def cell_seconds(files: list[str], manifests: list[str] = ()) -> dict[str, float
     return {cell: float(pd.Series(values).median()) + GAP_S for cell, values in spans.items()}
 
 
-def choose(findings: dict, system: str, costs: dict[str, float], left_s: float | None) -> tuple[list[str], str]:
+def choose(findings: dict, system: str, costs: dict[str, float], left_s: float | None,
+           may_repeat=lambda cell: True) -> tuple[list[str], str]:
     """The cells the next round measures, and why it stops or what it
-    measures: undecided findings in order, all of each one's cells, while
+    measures: undecided findings in order, all of each one's cells that may
+    have another repetition (`may_repeat`: within their repeats), while
     their expected time fits `left_s` (None: no budget)."""
     undecided = [f for f in findings["findings"] if f["system"] == system and not f.get("decided") and f.get("cells")]
     if not undecided:
         return [], "every finding is decided"
+    undecided = [f for f in undecided if any(may_repeat(cell) for cell in f["cells"])]
+    if not undecided:
+        return [], "the undecided findings' cells have had all their repeats"
     chosen: list[str] = []
     used, left_out = 0.0, []
     for finding in undecided:
-        new = [cell for cell in finding["cells"] if cell not in chosen]
+        new = [cell for cell in finding["cells"] if cell not in chosen and may_repeat(cell)]
         cost = sum(costs.get(cell, 0.0) for cell in new)
         if left_s is not None and used + cost > left_s:
             left_out.append(finding["experiment"])
@@ -112,15 +117,15 @@ def choose(findings: dict, system: str, costs: dict[str, float], left_s: float |
 
 
 def plan(manifests: list[str], config: dict, system: str, topology: str, environment: str,
-         budget_s: float | None) -> tuple[list[str], str, dict]:
-    """(cells to measure next, why, the numbers behind it)."""
+         budget_s: float | None, may_repeat=lambda cell: True) -> tuple[list[str], str, dict]:
+    """(cells to measure next, why, the numbers behind it); may_repeat: see choose."""
     files = run_files(manifests)
     spent = spent_seconds(manifests)
     left = None if budget_s is None else budget_s - spent
     if left is not None and left <= 0:
         return [], f"the budget is spent ({spent:.0f} of {budget_s:.0f} s)", {"spent_s": spent, "budget_s": budget_s}
     findings = findings_so_far(files, config, system, topology, environment)
-    cells, why = choose(findings, system, cell_seconds(files, manifests), left)
+    cells, why = choose(findings, system, cell_seconds(files, manifests), left, may_repeat)
     decided = sum(1 for f in findings["findings"] if f["system"] == system and f.get("decided"))
     total = sum(1 for f in findings["findings"] if f["system"] == system)
     return cells, why, {"spent_s": spent, "budget_s": budget_s, "decided": decided, "findings": total}

@@ -174,12 +174,12 @@ class RoundInputs:
                 "disturbed_retries": self._config.get("disturbed_retries", 2), "requests": members}  # fmt: skip
 
     def adaptive_study(self, system: str, round_index: int, cell_ids: set[str]) -> dict:
-        """An adaptive round's study (a budget's round past min_repeats):
-        repetition k of the config cells named (a node-matrix cell by any
-        of its pairs' ids, node_pairs.pair_cell_id's prefix) that have one."""
-        wanted = [cell.repeats > round_index and (cell.id in cell_ids or any(c.startswith(cell.id + "/") for c in cell_ids))
-                  for cell in self._cells]  # fmt: skip
+        """A planned round's study (a budget's round past min_repeats):
+        repetition k of the config cells named (config_cell_ids maps a
+        node-matrix pair to its cell) that have one."""
+        wanted = [cell.repeats > round_index and cell.id in cell_ids for cell in self._cells]
         return self._study(system, round_index, wanted)
+
 
     def _sha256(self, system: str, round_index: int) -> str:
         """The study's content digest, worked out once (a study is made
@@ -222,3 +222,9 @@ def budget_key(config: dict, cells: list[Cell], variants_table: dict, system: st
     Snakefile's, for `make status` and `make plan`)."""
     inputs = RoundInputs(config, cells, variants_table)
     return budget.key([inputs.study_digest(system, k) for k in range(budget.fixed_rounds(cells, config))], config, cells)
+
+
+def config_cell_ids(cells: list[Cell], topology: dict | None) -> dict[str, str]:
+    """Every concrete cell id (a node-matrix cell's pairs made for this
+    topology) -> the id of the config cell it comes from."""
+    return {concrete.id: cell.id for cell in cells for concrete in node_pairs.expand_pairs([cell], topology)}
