@@ -28,12 +28,12 @@ from membench.core import paths
 from membench.core.atomic_files import write_text_atomic
 from membench.core.layout import superseded_counts
 from membench.findings import answers, latency_answers, papers as paper_numbers
-from membench.findings import atlas, first_screen
+from membench.findings import atlas, evidence, first_screen
 from membench.findings.first_screen import headline_rows
 from membench.findings.headline import STANDINGS, best_cell, row_runs
 from membench.analyse.c2c_summary import memory_by_system
 from membench.findings.sections import build_sections, derived_tables
-from membench.plan import families
+from membench.plan import budget, families
 from membench.store.collect import read_measurements
 
 VERSION = 1
@@ -194,7 +194,27 @@ def derive(
     stored: dict | None = None,
     papers: dict[str, dict] | None = None,
 ) -> dict:
-    """{"findings": findings.json's content, "sections": sections.json's}, JSON-plain."""
+    """{"findings": findings.json's content, "sections": sections.json's}, JSON-plain;
+    in a run within a budget, each comparison's false-alarm rate spent over
+    the looks its rounds take (membench.findings.evidence.looks)."""
+    with evidence.looks(budget.looks(config, evidence.MIN_RUNS)):
+        return _derive(config=config, cells=cells, problems=problems, systems=systems, measurements=measurements, modes=modes,
+                       c2c_classes=c2c_classes, superseded=superseded, stored=stored, papers=papers)  # fmt: skip
+
+
+def _derive(
+    *,
+    config: dict,
+    cells: pd.DataFrame,
+    problems: pd.DataFrame,
+    systems: dict[str, dict],
+    measurements: pd.DataFrame | None = None,
+    modes: pd.DataFrame | None = None,
+    c2c_classes: pd.DataFrame | None = None,
+    superseded: dict | None = None,
+    stored: dict | None = None,
+    papers: dict[str, dict] | None = None,
+) -> dict:
     runs, ok_runs = _runs(measurements), _runs(measurements, keep_disturbed=True)
     derived = derived_tables(config, cells, systems, c2c_classes, runs)
     sections = build_sections(config=config, cells=cells, problems=problems, systems=systems, modes=modes,

@@ -31,7 +31,9 @@ processes). The rules, in one place:
 
 from __future__ import annotations
 
+import contextvars
 import math
+from contextlib import contextmanager
 
 import numpy as np
 from scipy import special  # Student's t by its special functions: scipy.stats' values, without its ~1 s import
@@ -50,6 +52,23 @@ LARGEST_BOUND = math.log(2)
 # all, so an empty side means every run of it was skipped, failed or disturbed.
 NO_RUN = "no undisturbed run"
 ANSWERS = ("better", "worse", "same", "undecided")
+# How many times a run may look at one comparison before its last round: a
+# run within a budget draws the findings after every round and stops a
+# comparison at its first decided answer, so each look spends a share of
+# the false-alarm rate (Bonferroni): over all the looks it stays at the rate
+# stated. One look without a budget. Set by looks() around a derivation.
+_LOOKS = contextvars.ContextVar("membench_evidence_looks", default=1)
+
+
+@contextmanager
+def looks(count: int):
+    """Evidence drawn inside this block spends its false-alarm rates over
+    `count` looks (membench.findings.document: a run within a budget)."""
+    token = _LOOKS.set(max(1, int(count)))
+    try:
+        yield
+    finally:
+        _LOOKS.reset(token)
 
 
 def _values(values) -> np.ndarray:
@@ -142,16 +161,19 @@ def effect(base, new, higher_is_better: bool = True) -> dict:
     d, se, df, _ = welch(np.log(a), np.log(b))
     if min(n) < MIN_RUNS:
         return _no_effect(n, math.exp(d), runs_needed_text(MIN_RUNS - min(n), per_arm=True))
-    low, high = (math.exp(x) for x in interval(d, se, df, CONFIDENCE))
+    count = _LOOKS.get()
+    level = 1 - CHANGE_FALSE_ALARM / count  # each look's share of the rate (1 look: 95 %)
+    low, high = (math.exp(x) for x in interval(d, se, df, level))
     answer = answer_of(low, high, higher_is_better)
     decided = answer != "undecided"
     rate = SAME_FALSE_ALARM if answer == "same" else CHANGE_FALSE_ALARM if decided else None
+    over = "" if count == 1 else f" ({percent(CONFIDENCE, spaced=False)} over the {count} looks of a run within a budget)"
     return {
         "value": math.exp(d),
         "unit": "x",
         "n": n,
         "interval": [low, high],
-        "interval_kind": f"{percent(CONFIDENCE, spaced=False)} interval, Welch's t on logs with Hsu's df = {min(n) - 1}",
+        "interval_kind": f"{percent(level, 0 if count == 1 else 1, spaced=False)} interval{over}, Welch's t on logs with Hsu's df = {min(n) - 1}",
         "decided": decided,
         "status": "decided" if decided else f"undecided at n={min(n)}",
         "answer": answer,

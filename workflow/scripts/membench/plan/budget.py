@@ -48,6 +48,18 @@ def all_rounds(cells: list[Cell]) -> int:
     return max((cell.repeats for cell in cells), default=0)
 
 
+def looks(config: dict, first_decidable: int) -> int:
+    """How many times a run within this config's budget may look at one
+    comparison: after every round from the first with `first_decidable`
+    runs an arm (or min_repeats, if more) to the most repeats; 1 without a
+    budget (one look, at the end)."""
+    if seconds(config.get("budget")) is None:
+        return 1
+    most = max((int(e.get("repeats", config.get("repeats", 1))) for e in config.get("experiments", {}).values()), default=1)
+    first = max(int(config.get("min_repeats", 3)), first_decidable)
+    return max(1, most - first + 1)
+
+
 def with_fixed_repeats(cells: list[Cell], config: dict) -> list[Cell]:
     """The cells as the fixed rounds measure them (what `make status` and
     `make plan` count as to be measured; the planned rounds are said apart)."""
