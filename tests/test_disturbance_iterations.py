@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from membench.core import disturbance
+from membench.core import disturbance, record_schema
 
 pytestmark = pytest.mark.quiet  # real threads judged quiet or not: alone on the machine
 
@@ -66,6 +66,38 @@ def test_lost_time_in_ns_sees_steal_that_ticks_hide():
     assert disturbance.verdict({**record, "disturb_lost_s": [0.015, 0.0001]})[0] is False
 
 
+# nine kept iterations of 50 ms in a 0.5 s region; the third is the fastest
+LONG = [5 * s for s in SECONDS]
+LOST_REGION = {**REGION, "seconds": LONG, "disturb_timed_s": 0.5, "disturb_wait_s": [0.0001, 0.0],
+               "disturb_lost_s": [0.025, 0.025], "disturb_steal_cpus": [0, 1], "disturb_steal_s": 0.05,
+               "disturb_iter_wait_s": [0.0] * 9}  # fmt: skip
+
+
+def test_lost_time_outside_the_best_iteration_moved_nothing_reported():
+    # the region lost 5 % and its CPUs 5 % to steal, all of it in slower iterations
+    record = {**LOST_REGION, "disturb_iter_lost_s": [0.004, 0.004, 0.0, 0.004, 0.004, 0.003, 0.003, 0.003, 0.0]}
+    assert disturbance.verdict(record) == (False, [])
+    # stored before the key: judged by the region, as it was
+    before = dict(LOST_REGION)
+    assert disturbance.verdict(before) == (
+        True, ["lost 5.0 % of the region (steal or interrupts)", "steal 5.0 % of the CPU time"])  # fmt: skip
+
+
+def test_lost_time_in_the_best_iteration_marks_it():
+    # 1.5 ms of the 50 ms fastest iteration: 3 %, over both thresholds
+    lost = [0.0] * 9
+    lost[2] = 0.0015
+    record = {**LOST_REGION, "disturb_lost_s": [0.0015, 0.002], "disturb_steal_s": 0.0, "disturb_iter_lost_s": lost}
+    assert disturbance.verdict(record) == (
+        True, ["lost 3.0 % of the iteration the number came from (steal or interrupts)"])  # fmt: skip
+    assert disturbance.cause_kind(disturbance.verdict(record)[1][0]) == "lost"
+    # 0.9 % of it, or 3 % of a 10 ms iteration (0.3 ms, under the 1 ms floor): nothing
+    lost[2] = 0.00045
+    assert disturbance.verdict({**record, "disturb_iter_lost_s": lost})[0] is False
+    short = {**record, "seconds": SECONDS, "disturb_iter_lost_s": [0.0, 0.0, 0.0003] + [0.0] * 6}
+    assert disturbance.verdict(short)[0] is False
+
+
 def test_schedstat_that_does_not_count_falls_back_to_the_switch_count():
     # sched_info off: run time and run_delay read 0 while the thread was switched out
     record = {**REGION, "disturb_wait_s": [0.0, 0.0], "disturb_nivcsw": [5, 0]}
@@ -117,8 +149,35 @@ def test_a_schedstat_of_zeros_leaves_the_wait_unrecorded_and_the_switches_decide
                        env={"MEMBENCH_TEST_SCHEDSTAT": str(zeros)})  # fmt: skip
     assert record["disturb_wait_s"] is None and record["disturb_lost_s"] is None
     assert record["disturb_iter_wait_s"] is None and isinstance(record["disturb_nivcsw"], list)
+    assert record["disturb_iter_lost_s"] is None
     switched = [c for c in disturbance.verdict(record)[1] if c.startswith("switched")]
     assert switched == ([f"switched out {sum(record['disturb_nivcsw'])}x"] if sum(record["disturb_nivcsw"]) else [])
+
+
+def test_the_harness_records_what_each_kept_iteration_lost(stream_binary):
+    threads = min(2, len(os.sched_getaffinity(0)))
+    [record] = _stream(stream_binary, "--threads", str(threads), "--size", str(16 << 20), "--ntimes", "6")
+    assert record["valid"] is True and record_schema.problems(record, stored=False) == []
+    lost = record["disturb_iter_lost_s"]
+    assert isinstance(lost, list) and len(lost) == len(record["seconds"]) == 5, lost
+    assert all(value >= 0 or value == -1 for value in lost), lost
+    # no more than the time between the readings around the iteration (its own time and the reading's)
+    assert all(value < seconds + 0.05 for value, seconds in zip(lost, record["seconds"])), (lost, record["seconds"])
+
+
+def test_the_iterations_lose_no_more_than_the_region_they_tile(stream_binary):
+    """One thread: its kept iterations' lost times are parts of the region's
+    (each iteration's floor at 0 aside), so they sum to no more. A run time
+    read a tick stale (schedstat's field between ticks) breaks that by about
+    a third of a tick an iteration; a switch in the us between a reading's
+    schedstat and its clock can too, rarely, hence the best of three tries."""
+    excess = []
+    for _ in range(3):
+        [record] = _stream(stream_binary, "--threads", "1", "--size", str(16 << 20), "--ntimes", "20")
+        excess.append(sum(record["disturb_iter_lost_s"]) - record["disturb_lost_s"][0])
+        if excess[-1] <= 0.0005:
+            return
+    pytest.fail(f"iterations lost more than their region, by {[round(e * 1e3, 2) for e in excess]} ms")
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")

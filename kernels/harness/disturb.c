@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <omp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,18 @@
 #define CLOCK_TRIALS 3
 #define CLOCK_EXTRA_TRIALS 20
 #define CLOCK_SLOW 0.95
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static double now_s(void)
+{
+    return (double)now_ns() * 1e-9;
+}
 
 long long mb_thread_ivcsw(void)
 {
@@ -47,6 +60,15 @@ int mb_thread_sched_ns(long long *run, long long *wait)
     fclose(f);
     if (n < 2 || (ran == 0 && waited == 0))
         return -1; /* not counted: the switch count stands in (core/disturbance.py) */
+    /* The run time is the same counter (sum_exec_runtime) read through the
+     * thread's CPU clock, which brings it up to now: schedstat's field is
+     * only updated at a tick or a switch, so a running thread's reads up
+     * to one tick (4 ms at HZ=250, measured here) behind, a tick of error
+     * in every lost time, the whole of a 10 ms iteration's threshold.
+     * run_delay needs no such care: a running thread is not waiting. */
+    struct timespec now;
+    if (!path && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) == 0)
+        ran = (unsigned long long)now.tv_sec * 1000000000ULL + (unsigned long long)now.tv_nsec;
     *run = (long long)ran, *wait = (long long)waited;
     return 0;
 }
@@ -55,6 +77,61 @@ long long mb_thread_wait_ns(void)
 {
     long long run, wait;
     return mb_thread_sched_ns(&run, &wait) == 0 ? wait : -1;
+}
+
+void mb_iter_read_team(int nt, mb_iter_reading_t *at)
+{
+#pragma omp parallel
+    {
+        int t = omp_get_thread_num();
+        if (t < nt) {
+            mb_iter_reading_t *me = &at[t];
+            if (mb_thread_sched_ns(&me->run, &me->wait) != 0)
+                me->run = -1, me->wait = -1;
+            /* right after the schedstat read: a switch in the few us
+             * between the two is in the span that ends here and not yet in
+             * its run_delay, so reads as lost (and the next iteration's
+             * wait, its lost clamped at 0): rare, and at worst over-read */
+            me->now = now_ns();
+            me->cpu = sched_getcpu();
+        }
+    }
+}
+
+int mb_iter_shared(int nt, const mb_iter_reading_t *a, const mb_iter_reading_t *b)
+{
+    for (int x = 0; x < nt; x++)
+        for (int y = x + 1; y < nt; y++)
+            if ((a[x].cpu >= 0 && a[x].cpu == a[y].cpu) || (b[x].cpu >= 0 && b[x].cpu == b[y].cpu))
+                return 1;
+    return 0;
+}
+
+double mb_iter_wait(int nt, const mb_iter_reading_t *a, const mb_iter_reading_t *b)
+{
+    long long most = 0;
+    for (int t = 0; t < nt; t++) {
+        if (a[t].wait < 0 || b[t].wait < 0)
+            return -1.0;
+        if (b[t].wait - a[t].wait > most)
+            most = b[t].wait - a[t].wait;
+    }
+    return (double)most * 1e-9;
+}
+
+double mb_iter_lost(int nt, const mb_iter_reading_t *a, const mb_iter_reading_t *b)
+{
+    long long least = -1;
+    for (int t = 0; t < nt; t++) {
+        if (a[t].run < 0 || b[t].run < 0 || a[t].wait < 0 || b[t].wait < 0)
+            return -1.0;
+        long long gone = (b[t].now - a[t].now) - (b[t].run - a[t].run) - (b[t].wait - a[t].wait);
+        if (gone < 0) /* the clocks read a few ns apart */
+            gone = 0;
+        if (least < 0 || gone < least)
+            least = gone;
+    }
+    return least < 0 ? -1.0 : (double)least * 1e-9;
 }
 
 double mb_disturb_ghz(void)
@@ -77,18 +154,6 @@ double mb_disturb_ghz(void)
     if (ghz > seen)
         __atomic_store(&fastest, &ghz, __ATOMIC_RELAXED);
     return ghz;
-}
-
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static double now_s(void)
-{
-    return (double)now_ns() * 1e-9;
 }
 
 /* Steal ticks summed over the CPUs (-1 when /proc/stat has no steal

@@ -5,7 +5,8 @@
  *   - each measuring thread's involuntary context switches
  *     (getrusage(RUSAGE_THREAD) ru_nivcsw) and the time it waited runnable
  *     while another task had its CPU (/proc/thread-self/schedstat
- *     run_delay), and the time it ran (schedstat's first field), read by
+ *     run_delay), and the time it ran (schedstat's first field, read up
+ *     to date through CLOCK_THREAD_CPUTIME_ID), read by
  *     that thread itself just before and just after its part of the
  *     region; its own span between those readings less both is the time
  *     it lost unaccounted (steal, interrupts: "lost"), in ns where
@@ -53,6 +54,28 @@ long long mb_thread_wait_ns(void);
  * the kernel does not say ("0 0 0": sched_info off, where a thread that
  * has run would read a run time). */
 int mb_thread_sched_ns(long long *run, long long *wait);
+
+/* One measuring thread's reading between two timed iterations, outside
+ * them: CLOCK_MONOTONIC, run time and run_delay (ns; run and wait -1 when
+ * not recorded), and its CPU.  Between two readings a thread's span less
+ * what it ran and waited is what it lost (steal while it ran, interrupts,
+ * sleep at a barrier), as over the region. */
+typedef struct mb_iter_reading {
+    long long now, run, wait;
+    int cpu;
+} mb_iter_reading_t;
+/* Every thread t < nt of an OpenMP team reads at[t] (one parallel region). */
+void mb_iter_read_team(int nt, mb_iter_reading_t *at);
+/* Between readings a and b: the longest wait of a thread, s; -1 when one
+ * was not recorded. */
+double mb_iter_wait(int nt, const mb_iter_reading_t *a, const mb_iter_reading_t *b);
+/* ... the least time lost over the threads (a thread asleep at a barrier
+ * behind a slow one lost time the iteration did not), s; -1 when one was
+ * not recorded. */
+double mb_iter_lost(int nt, const mb_iter_reading_t *a, const mb_iter_reading_t *b);
+/* 1 when two threads were on one CPU at either reading: a wait then is
+ * (at least partly) behind the measurement's own threads, placement. */
+int mb_iter_shared(int nt, const mb_iter_reading_t *a, const mb_iter_reading_t *b);
 
 /* The calling CPU's core clock in GHz for the before/after comparison
  * (NaN off x86-64): robust to a pause of the host's shorter than ~10 ms. */

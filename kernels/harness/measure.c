@@ -161,46 +161,59 @@ static int map_arrays(const options_t *o, run_t *r, const mb_policy_t *pol, mb_m
     return 0;
 }
 
-/* Between two timed iterations, outside them: each measuring thread's
- * run_delay so far (-1 when not recorded) and its CPU. */
-static void sample_team(int nt, long long *wait, int *cpu)
+/* The per-iteration records of each op that runs (record.h): all
+ * allocated, or none (freed) and 0. */
+static int iterations_alloc(const options_t *o, run_t *r)
 {
-#pragma omp parallel
-    {
-        int t = omp_get_thread_num();
-        if (t < nt)
-            wait[t] = mb_thread_wait_ns(), cpu[t] = sched_getcpu();
+    int ok = 1;
+    for (int i = 0; i < o->nops; i++)
+        if (r->op_status[i] == MB_OK) {
+            r->iter_wait[i] = calloc((size_t)o->ntimes, sizeof(double));
+            r->iter_lost[i] = calloc((size_t)o->ntimes, sizeof(double));
+            r->iter_shared[i] = calloc((size_t)o->ntimes, sizeof(int));
+            ok &= r->iter_wait[i] && r->iter_lost[i] && r->iter_shared[i];
+        }
+    for (int i = 0; i < o->nops && !ok; i++) {
+        free(r->iter_wait[i]), free(r->iter_lost[i]), free(r->iter_shared[i]);
+        r->iter_wait[i] = NULL, r->iter_lost[i] = NULL, r->iter_shared[i] = NULL;
     }
-}
-
-/* Two measuring threads on one CPU at either reading: a wait then is
- * (at least partly) behind the measurement's own threads, placement. */
-static int team_shares_cpu(int nt, const int *before, const int *after)
-{
-    for (int a = 0; a < nt; a++)
-        for (int b = a + 1; b < nt; b++)
-            if ((before[a] >= 0 && before[a] == before[b]) || (after[a] >= 0 && after[a] == after[b]))
-                return 1;
-    return 0;
-}
-
-/* What one timed iteration of op i waited: the longest wait of a thread
- * between the readings, or -1 when one was not recorded. */
-static double iteration_wait(int nt, const long long *before, const long long *after)
-{
-    long long most = 0;
-    for (int t = 0; t < nt; t++) {
-        if (before[t] < 0 || after[t] < 0)
-            return -1.0;
-        if (after[t] - before[t] > most)
-            most = after[t] - before[t];
-    }
-    return (double)most * 1e-9;
+    return ok;
 }
 
 /* The timed loop, iteration-major like STREAM: r->secs[i][k] per op and
- * iteration, and the sequence of ops that ran (for the validation's
- * replay; the caller frees it).  NULL, with r's reason, when out of memory. */
+ * iteration; between iterations, outside them, what each waited and lost
+ * (the statistic is one iteration's, the best: disturb.h).  The sequence
+ * of ops that ran is kept for the validation's replay. */
+static void time_iterations(const options_t *o, run_t *r, mb_arrays_t *A,
+                            const mb_kernel_t **seq, size_t *nseq, mb_iter_reading_t *at)
+{
+    int nt = o->threads;
+    mb_iter_reading_t *before = at, *after = at ? at + nt : NULL;
+    if (at)
+        mb_iter_read_team(nt, before);
+    for (int k = 0; k < o->ntimes; k++)
+        for (int i = 0; i < o->nops; i++) {
+            if (r->op_status[i] != MB_OK)
+                continue;
+            long long t0 = mb_clock_ns(CLOCK_MONOTONIC);
+            o->ops[i]->fn(A);
+            long long t1 = mb_clock_ns(CLOCK_MONOTONIC);
+            r->secs[i][k] = (double)(t1 - t0) * 1e-9;
+            seq[(*nseq)++] = o->ops[i];
+            if (at) {
+                mb_iter_read_team(nt, after);
+                r->iter_wait[i][k] = mb_iter_wait(nt, before, after);
+                r->iter_lost[i][k] = mb_iter_lost(nt, before, after);
+                r->iter_shared[i][k] = mb_iter_shared(nt, before, after);
+                mb_iter_reading_t *swap = before;
+                before = after, after = swap;
+            }
+        }
+}
+
+/* The timed loop with what could disturb it read around it (disturb.h).
+ * Returns the sequence of ops that ran (the caller frees it); NULL, with
+ * r's reason, when out of memory. */
 static const mb_kernel_t **timed_loop(const options_t *o, run_t *r, mb_arrays_t *A,
                                       size_t *nseq)
 {
@@ -219,18 +232,12 @@ static const mb_kernel_t **timed_loop(const options_t *o, run_t *r, mb_arrays_t 
             set_reason(r, MB_FAILED, "out of memory");
             return NULL;
         }
-    /* what could disturb the loop, read around it (disturb.h), and around
-     * each iteration: the statistic is one iteration's (the best) */
     int nt = o->threads;
-    long long *wait_a = calloc((size_t)nt, sizeof *wait_a), *wait_b = calloc((size_t)nt, sizeof *wait_b);
-    int *cpu_a = calloc((size_t)nt, sizeof *cpu_a), *cpu_b = calloc((size_t)nt, sizeof *cpu_b);
-    int per_iteration = wait_a && wait_b && cpu_a && cpu_b;
-    for (int i = 0; i < o->nops && per_iteration; i++)
-        if (r->op_status[i] == MB_OK) {
-            r->iter_wait[i] = calloc((size_t)o->ntimes, sizeof(double));
-            r->iter_shared[i] = calloc((size_t)o->ntimes, sizeof(int));
-            per_iteration = r->iter_wait[i] && r->iter_shared[i];
-        }
+    /* two readings a thread: before and after the iteration; none when out
+     * of memory (the per-iteration keys are then null) */
+    mb_iter_reading_t *at = calloc(2 * (size_t)nt, sizeof *at);
+    if (at && !iterations_alloc(o, r))
+        free(at), at = NULL;
     mb_disturb_begin(&r->disturb, nt, r->cpus_start, nt, nt, 1);
 #pragma omp parallel
     {
@@ -238,31 +245,8 @@ static const mb_kernel_t **timed_loop(const options_t *o, run_t *r, mb_arrays_t 
         if (t < nt)
             mb_disturb_thread_begin(&r->disturb, t);
     }
-    if (per_iteration)
-        sample_team(nt, wait_a, cpu_a);
-    for (int k = 0; k < o->ntimes; k++)
-        for (int i = 0; i < o->nops; i++) {
-            if (r->op_status[i] != MB_OK)
-                continue;
-            long long t0 = mb_clock_ns(CLOCK_MONOTONIC);
-            o->ops[i]->fn(A);
-            long long t1 = mb_clock_ns(CLOCK_MONOTONIC);
-            r->secs[i][k] = (double)(t1 - t0) * 1e-9;
-            seq[(*nseq)++] = o->ops[i];
-            if (per_iteration) {
-                sample_team(nt, wait_b, cpu_b);
-                r->iter_wait[i][k] = iteration_wait(nt, wait_a, wait_b);
-                r->iter_shared[i][k] = team_shares_cpu(nt, cpu_a, cpu_b);
-                long long *w = wait_a;
-                int *c = cpu_a;
-                wait_a = wait_b, wait_b = w, cpu_a = cpu_b, cpu_b = c;
-            }
-        }
-    free(wait_a), free(wait_b), free(cpu_a), free(cpu_b);
-    for (int i = 0; i < o->nops && !per_iteration; i++) {
-        free(r->iter_wait[i]), free(r->iter_shared[i]);
-        r->iter_wait[i] = NULL, r->iter_shared[i] = NULL;
-    }
+    time_iterations(o, r, A, seq, nseq, at);
+    free(at);
 #pragma omp parallel
     {
         int t = omp_get_thread_num();

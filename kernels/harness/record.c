@@ -152,6 +152,31 @@ static void kv_array_pages(jbuf_t *b, const run_t *r)
     jb_raw(b, "}");
 }
 
+/* Per kept iteration, beside "seconds" (none when nkeep is 0): the
+ * disturbed rule judges the iteration the statistic came from
+ * (core/disturbance.py). */
+static void kv_iterations(jbuf_t *b, const options_t *o, const run_t *r, int i, int nkeep)
+{
+    int iterations = nkeep > 0 && r->iter_wait[i] && r->iter_shared[i];
+    for (int j = 1; j < o->ntimes && iterations; j++)
+        iterations &= r->iter_wait[i][j] >= 0;
+    if (iterations) {
+        kv_doubles(b, "disturb_iter_wait_s", r->iter_wait[i] + 1, nkeep);
+        kv_ints(b, "disturb_iter_shared", r->iter_shared[i] + 1, nkeep);
+    } else {
+        kv_null(b, "disturb_iter_wait_s");
+        kv_null(b, "disturb_iter_shared");
+    }
+    /* its own test: a run time not recorded leaves the waits standing */
+    int lost = nkeep > 0 && r->iter_lost[i];
+    for (int j = 1; j < o->ntimes && lost; j++)
+        lost &= r->iter_lost[i][j] >= 0;
+    if (lost)
+        kv_doubles(b, "disturb_iter_lost_s", r->iter_lost[i] + 1, nkeep);
+    else
+        kv_null(b, "disturb_iter_lost_s");
+}
+
 /* When, the timer (null unless timed), the best time in timer ticks
  * (null when tmin < 0), and the provenance. */
 static void kv_tail(jbuf_t *b, const run_t *r, double t_end, int timed, double tmin)
@@ -239,18 +264,7 @@ void emit_record(const options_t *o, const run_t *r, int i)
     }
     kv_tail(&b, r, r->t_end, placed, report_bw ? tmin : -1.0);
     mb_disturb_keys(&b, ran ? &r->disturb : NULL);
-    /* per kept iteration, beside "seconds": the disturbed rule judges the
-     * iteration the statistic came from (core/disturbance.py) */
-    int iterations = report_bw && r->iter_wait[i] && r->iter_shared[i];
-    for (int j = 1; j < o->ntimes && iterations; j++)
-        iterations &= r->iter_wait[i][j] >= 0;
-    if (iterations) {
-        kv_doubles(&b, "disturb_iter_wait_s", r->iter_wait[i] + 1, nkeep);
-        kv_ints(&b, "disturb_iter_shared", r->iter_shared[i] + 1, nkeep);
-    } else {
-        kv_null(&b, "disturb_iter_wait_s");
-        kv_null(&b, "disturb_iter_shared");
-    }
+    kv_iterations(&b, o, r, i, report_bw ? nkeep : 0);
     jb_raw(&b, "}\n");
     fputs(b.s, stdout);
     free(b.s);

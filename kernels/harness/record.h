@@ -38,9 +38,11 @@ typedef struct run {
     int worst;                   /* worst status among them */
     mb_disturb_t disturb;        /* over the timed loop (bandwidth families) */
     /* per op and iteration ([0] dropped), read between iterations: the
-     * longest any measuring thread waited for its CPU (s; NULL = not
-     * recorded), and whether two measuring threads shared a CPU then */
+     * longest any measuring thread waited for its CPU, the least any lost
+     * to neither running nor waiting (s; NULL or -1 = not recorded), and
+     * whether two measuring threads shared a CPU then */
     double *iter_wait[MB_MAX_OPS];
+    double *iter_lost[MB_MAX_OPS];
     int *iter_shared[MB_MAX_OPS];
 } run_t;
 

@@ -27,15 +27,27 @@ repetition is *disturbed* when:
              samples neither thread was switched out in, and the record is
              disturbed only when too few of those were left (handoff_basis
              "all");
-  lost       every measuring thread lost more than 1 % of the region and
-             more than 1 ms to neither running nor waiting (its span less
-             schedstat's run time and run_delay, in ns: steal while it
-             ran, interrupts; the least over the threads, because a thread
-             asleep at a barrier behind a slow one also loses its time);
-  steal      the hypervisor stole more than 1 % of the region's CPU time
-             for certain (/proc/stat steal counts 10 ms ticks per CPU and
-             the difference of two readings over-reads by up to one tick a
-             CPU, so that much is taken off first; "lost" sees the rest);
+  lost       where the record says what each timed iteration lost
+             (disturb_iter_lost_s, the bandwidth families): the iteration
+             the statistic came from lost more than 1 % of itself and more
+             than 1 ms (the region's thresholds, applied to it) to neither
+             running nor waiting: every measuring thread's span between the
+             readings around it less its run time and run_delay, in ns
+             (steal while it ran, interrupts), the least over the threads,
+             because a thread asleep at a barrier behind a slow one also
+             loses its time. Time lost in the other iterations moved
+             nothing reported, as for a wait. Elsewhere (older records, the
+             latency, loaded and c2c families), over the whole region: every
+             measuring thread lost more than 1 % of it and more than 1 ms;
+  steal      without disturb_iter_lost_s only: the hypervisor stole more
+             than 1 % of the region's CPU time for certain (/proc/stat
+             steal counts 10 ms ticks per CPU and the difference of two
+             readings over-reads by up to one tick a CPU, so that much is
+             taken off first; "lost" sees the rest). Where the iteration's
+             lost time is recorded it decides alone: steal while a
+             measuring thread ran is part of that thread's lost time, in
+             ns, and a 10 ms tick is as long as a whole iteration, so the
+             region's steal cannot say which iteration it fell in;
   clock      the measuring core's clock after the region differs from the
              one before by more than 10 % (dependent-add chain, cpu.c).
 
@@ -87,7 +99,7 @@ STEAL_TICK_S = 0.01  # /proc/stat counts in USER_HZ = 100 ticks on Linux
 CLOCK_CHANGE = 0.10  # relative change of the core clock across the region
 NEIGHBOUR_CPUS = 0.25  # other tasks' busy time over the region, in CPUs, for certain
 ITERATION_WAIT_FRACTION = 0.01  # a wait in the iteration the statistic came from: half compare's threshold
-LOST_FRACTION = 0.01  # time neither run nor waited (steal, interrupts), least over the threads
+LOST_FRACTION = 0.01  # time neither run nor waited (steal, interrupts), least over the threads: of the region or the iteration
 LOST_FLOOR_S = 0.001  # ... and in seconds
 NOT_RECORDED = "not recorded"
 
@@ -116,6 +128,46 @@ def _statistic_iteration(record: dict) -> tuple[float, float, bool] | None:
         return None
     best = min(range(len(seconds)), key=lambda k: seconds[k])
     return float(waits[best]), float(seconds[best]), bool(shared[best])
+
+
+def _statistic_iteration_lost(record: dict) -> tuple[float, float] | None:
+    """(time lost, seconds) of the iteration the statistic came from, or
+    None where the record does not say what each iteration lost (the
+    harness writes that key on its own: a run time the kernel does not
+    give leaves the waits standing)."""
+    lost, seconds = _value(record.get("disturb_iter_lost_s")), _value(record.get("seconds"))
+    if not (isinstance(lost, list) and isinstance(seconds, list) and seconds and len(lost) == len(seconds)):
+        return None
+    best = min(range(len(seconds)), key=lambda k: seconds[k])
+    return float(lost[best]), float(seconds[best])
+
+
+def _lost_and_steal(get, timed, iteration_lost) -> tuple[bool, list[str]]:
+    """(known, causes) of the lost and steal rules: the statistic's
+    iteration where its lost time is recorded, else the region's."""
+    if iteration_lost is not None:
+        lost, seconds = iteration_lost
+        if lost > max(LOST_FRACTION * seconds, LOST_FLOOR_S):
+            return True, [f"lost {percent(lost / seconds, 1)} of the iteration the number came from (steal or interrupts)"]
+        return True, []
+    known, causes = False, []
+    lost = get("disturb_lost_s")
+    if isinstance(lost, list) and lost and timed:
+        known = True
+        least = min(lost)
+        if least > max(LOST_FRACTION * timed, LOST_FLOOR_S):
+            causes.append(f"lost {percent(least / timed, 1)} of the region (steal or interrupts)")
+    steal = get("disturb_steal_s")
+    if steal is not None and timed:
+        known = True
+        cpus = get("disturb_steal_cpus")
+        ncpus = len(cpus) if isinstance(cpus, list) and cpus else 1
+        # each CPU's count may have ticked over just after the first
+        # reading and just before the second: that much is not certain
+        certain = steal - ncpus * STEAL_TICK_S
+        if certain > STEAL_FRACTION * timed * ncpus:
+            causes.append(f"steal {percent(steal / (timed * ncpus), 1)} of the CPU time")
+    return known, causes
 
 
 def placement(record: dict) -> str | None:
@@ -179,22 +231,9 @@ def verdict(record: dict) -> tuple[bool | None, list[str]]:
             known = True
             if sum(switches) > 0:
                 causes.append(f"switched out {sum(switches)}x")
-    lost = get("disturb_lost_s")
-    if isinstance(lost, list) and lost and timed:
-        known = True
-        least = min(lost)
-        if least > max(LOST_FRACTION * timed, LOST_FLOOR_S):
-            causes.append(f"lost {percent(least / timed, 1)} of the region (steal or interrupts)")
-    steal = get("disturb_steal_s")
-    if steal is not None and timed:
-        known = True
-        cpus = get("disturb_steal_cpus")
-        ncpus = len(cpus) if isinstance(cpus, list) and cpus else 1
-        # each CPU's count may have ticked over just after the first
-        # reading and just before the second: that much is not certain
-        certain = steal - ncpus * STEAL_TICK_S
-        if certain > STEAL_FRACTION * timed * ncpus:
-            causes.append(f"steal {percent(steal / (timed * ncpus), 1)} of the CPU time")
+    lost_known, lost_causes = _lost_and_steal(get, timed, _statistic_iteration_lost(record))
+    known |= lost_known
+    causes += lost_causes
     clock = get("disturb_core_ghz")
     if isinstance(clock, list) and len(clock) == 2 and all(clock):
         known = True
