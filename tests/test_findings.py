@@ -355,3 +355,22 @@ def test_a_node_matrix_answers_remote_against_local():
     ratio = next(d for d in latency["details"] if d["label"].startswith("remote pairs against local"))
     assert ratio["value"] == pytest.approx(1.6, rel=0.02) and ratio["decided"]
     assert "remote against local +60 %" in latency["text"]
+
+
+def test_more_runs_can_decide_a_quantity_one_stray_run_left_open():
+    """A budget's planned rounds add runs where a finding is undecided: a
+    quantity must then be decidable by more runs, not only by fewer. From 6
+    runs the median's interval drops the extremes while it keeps 75 %
+    coverage (order statistics), which a test over many seeds holds to."""
+    five = [100.0, 101.0, 99.0, 100.5, 140.0]  # one stray run: the range is +-20 %
+    assert not evidence.quantity(five, "ns")["decided"]
+    eight = five + [100.2, 99.6, 100.8]
+    result = evidence.quantity(eight, "ns")
+    assert result["decided"] and result["interval"] == [99.6, 101.0] and "runs 2 to 7 of 8" in result["interval_kind"]
+    rng = np.random.default_rng(3)
+    for n in (6, 8, 12, 20):
+        misses = 0
+        for _ in range(4000):
+            low, high = evidence.quantity(list(np.exp(0.05 * rng.standard_normal(n))), "ns")["interval"]
+            misses += not low <= 1.0 <= high  # the population median is 1
+        assert misses / 4000 <= 1 - evidence.MEDIAN_COVERAGE + 0.02, (n, misses / 4000)

@@ -11,9 +11,12 @@ processes). The rules, in one place:
   freedom (t = 12.7): neither is worth printing.
 - A quantity is the median of its runs. Its interval is the range of the
   runs, which covers the median of the runs' population with probability
-  1 - 2 x 0.5^n (distribution-free: 75 % at 3 runs, 94 % at 5); the
-  chance it misses is the quantity's false-alarm rate. It is decided when
-  the runs lie within +/-DECIDE_SPREAD of their median.
+  1 - 2 x 0.5^n (distribution-free: 75 % at 3 runs, 94 % at 5), and from
+  6 runs the k-th smallest to k-th largest run for the largest k that
+  keeps 75 % (median_interval): more runs narrow it, so a run that adds
+  repetitions (a budget's planned rounds) can decide a quantity one stray
+  run left open. The chance it misses is the quantity's false-alarm rate.
+  It is decided when the interval lies within +/-DECIDE_SPREAD of the median.
 - An effect B/A is the ratio of geometric means with a 95 % interval from
   Welch's t on the logarithms and Hsu's degrees of freedom, min(n) - 1
   (conservative at small, unequal n, where Welch-Satterthwaite's are not).
@@ -195,19 +198,42 @@ def quantity(values, unit: str) -> dict:
     if n < MIN_RUNS:
         return {"value": median, "unit": unit, "n": n, "interval": None, "interval_kind": None,
                 "decided": False, "status": runs_needed_text(MIN_RUNS - n, per_arm=False), "false_alarm": None}  # fmt: skip
-    low, high = float(runs.min()), float(runs.max())
+    low, high, inner, coverage = median_interval(runs)
     spread = (high - low) / 2 / abs(median) if median else math.inf
     decided = spread <= DECIDE_SPREAD
+    kind = (f"range of {n} runs" if inner == 1 else f"runs {inner} to {n - inner + 1} of {n} in order")
     return {
         "value": median,
         "unit": unit,
         "n": n,
         "interval": [low, high],
-        "interval_kind": f"range of {n} runs ({percent(range_coverage(n), spaced=False)} coverage of the median)",
+        "interval_kind": f"{kind} ({percent(coverage, spaced=False)} coverage of the median)",
         "decided": decided,
         "status": "decided" if decided else f"undecided at n={n}",
-        "false_alarm": 2.0 * 0.5**n if decided else None,  # the range misses the median: 1 - range_coverage(n)
+        "false_alarm": 1.0 - coverage if decided else None,  # the interval misses the median
     }
+
+
+# The median's interval keeps at least the coverage three runs' range has
+# (75 %) as runs are added, and narrows: from 6 runs on the extremes drop
+# out, so more runs can decide a quantity that one stray run left open.
+MEDIAN_COVERAGE = 1.0 - 2.0 * 0.5**MIN_RUNS
+
+
+def median_interval(runs: np.ndarray) -> tuple[float, float, int, float]:
+    """(low, high, k, coverage): the k-th smallest and k-th largest run for
+    the largest k whose interval still covers the population median with
+    probability >= MEDIAN_COVERAGE (distribution-free: 1 - 2 P(X < k), X
+    binomial(n, 1/2))."""
+    ordered = np.sort(runs)
+    n = ordered.size
+    inner, coverage = 1, range_coverage(n)
+    for k in range(2, n // 2 + 1):
+        covers = 1.0 - 2.0 * float(special.bdtr(k - 1, n, 0.5))
+        if covers < MEDIAN_COVERAGE:
+            break
+        inner, coverage = k, covers
+    return float(ordered[inner - 1]), float(ordered[n - inner]), inner, coverage
 
 
 def _span_digits(low: float, high: float) -> int:
