@@ -96,7 +96,7 @@ def test_estimate_says_what_each_experiment_measures_and_what_is_left():
     assert set(plan.experiments) == {c.experiment for c in cells}
     assert sum(reps for _, reps, _ in plan.experiments.values()) == sum(c.repeats for c in cells)
     text = "\n".join(estimate.lines(plan, "heading"))
-    assert "latency: 2 cells, 8 repetitions" in text and "in all (compile" in text and "budget" not in text
+    assert "latency: 2 cells, 12 repetitions" in text and "in all (compile" in text and "budget" not in text
 
 
 def test_estimate_of_a_budget_says_the_fixed_rounds_and_what_is_left_of_it():
@@ -107,9 +107,9 @@ def test_estimate_of_a_budget_says_the_fixed_rounds_and_what_is_left_of_it():
     fixed = min(config["min_repeats"], max(c.repeats for c in cells))
     assert sum(reps for _, reps, _ in plan.experiments.values()) == sum(min(c.repeats, fixed) for c in cells)
     fixed_seconds = sum(seconds for _, _, seconds in plan.experiments.values())
-    assert fixed_seconds <= plan.phases["rounds"] <= max(fixed_seconds, 240.0) + 1e-9  # budget: 4m
+    assert fixed_seconds <= plan.phases["rounds"] <= max(fixed_seconds, 180.0) + 1e-9  # budget: 3m
     text = "\n".join(estimate.lines(plan, "heading"))
-    assert "budget 4 min: the first 2 rounds measure every cell" in text
+    assert "budget 3 min: the first 2 rounds measure every cell" in text
     done = estimate.estimate(cells, 2, TWO_CPU, left={c.id: 0 for c in cells})
     assert done.phases["rounds"] == 0 and done.phases["compile"] == 0
 
@@ -183,7 +183,7 @@ def test_make_status_estimate_takes_the_pace_stored_on_this_machine(tmp_path):
     assert stored == {chase[0].id: [60.0]}
     left = study_estimate.stored_left(cells, tmp_path / "results", ["box"])
     plan = estimate.estimate(cells, 2, TWO_CPU, left=left, stored=stored)
-    assert plan.experiments["latency"][:2] == (2, 7) and plan.experiments["latency"][2] == pytest.approx(7 * (60.0 + estimate.START_SECONDS))
+    assert plan.experiments["latency"][:2] == (2, 11) and plan.experiments["latency"][2] == pytest.approx(11 * (60.0 + estimate.START_SECONDS))
     assert "pace stored on this machine for chase" in plan.basis
     model = estimate.estimate(cells, 2, TWO_CPU, left=left)
     assert model.experiments["stream_affinity"] == plan.experiments["stream_affinity"]
