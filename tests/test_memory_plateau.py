@@ -132,3 +132,26 @@ def test_points_past_eight_times_the_sysfs_llc_are_preferred_and_the_hits_bound_
     assert found is not None and found.first_bytes >= 8 * 32 * MiB
     bound = float(found.reach.split("so at most ")[1].split(" ns")[0])
     assert 0 < 100 - found.ns <= bound
+
+
+def test_where_few_runs_reached_eight_times_the_llc_the_latency_stands_on_more_runs_nearer():
+    """A 2-vCPU EPYC guest's default run: the stop rule held five of six
+    sweeps at 4 x the sysfs LLC (32 MiB), one went on to 8 x; the latency
+    is taken over the points at 4 x that all six reached (n=6, the bound on
+    cache hits said), not over the two points only one run reached."""
+    levels = [("L1", 32 * KiB), ("L2", 512 * KiB), ("L3", 32 * MiB)]
+    runs = []
+    for seed in range(6):
+        run = {}
+        for k in range(12, 30):
+            span = 2**k
+            lines = span * 64 // SPACING
+            ns = 1.0 if lines <= 32 * KiB else 3.5 if lines <= 512 * KiB else 12.0 if lines <= 32 * MiB else 145.0
+            run[span] = ns * (1 + 0.01 * np.random.default_rng(seed * 100 + k).standard_normal())
+        last = 2**30 if seed == 5 else 2**29  # 256 MiB of lines (8 x) for one run, 128 MiB (4 x) for the rest
+        runs.append({span: ns for span, ns in run.items() if span <= last} | ({2**30: run[2**29]} if seed == 5 else {}))
+    cells, records = study(runs, held=[True] * 5 + [False])
+    (idle,) = concurrency.idle_latencies(cells, {"vm": 32 * MiB}, {"vm": 64}, records, {"vm": levels}).to_dict("records")
+    assert idle["runs"] == 6 and idle["lines_first"] == 128 * MiB
+    assert "at or past 4 × the LLC (sysfs 32 MiB)" in idle["rule"] and "fewer than 3 reached 8 ×" in idle["rule"]
+    assert idle["ns"] == pytest.approx(145.0, rel=0.02)

@@ -272,7 +272,8 @@ def _memory_plateau_latencies(latencies: pd.DataFrame, cells: pd.DataFrame, size
         levels = sizes.get(latency["system"], [])
         held = memory_plateau.held_runs(same) > 0 if "sweep_held" in same else bool(levels) and latency_sweep.answer_in(
             curve.index.values, curve.values, len(levels), levels[-1][1])
-        found = memory_plateau.find_memory(curve.index.values, curve.values, levels, held)
+        runs_at = same.assign(lines=lines).groupby("lines")["n_used" if "n_used" in same else "n_ok"].sum().reindex(curve.index)
+        found = memory_plateau.find_memory(curve.index.values, curve.values, levels, held, runs_at.fillna(0).values)
         if found is None:
             continue
         latencies.loc[i, ["lines_first", "lines_last", "points"]] = [found.first_bytes, found.last_bytes, found.points]

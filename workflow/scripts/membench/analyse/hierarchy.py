@@ -208,7 +208,7 @@ def policy_memory_rows(cells: pd.DataFrame, system: str, levels: list[tuple[str,
             if curve.empty:  # every point of this page size disturbed: its column reads "not found"
                 continue
             lines = touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
-            memory = find_memory(lines.values, curve.values, levels, _held(points, lines, curve, levels))
+            memory = find_memory(lines.values, curve.values, levels, _held(points, lines, curve, levels), _runs_at(points, curve))
             text = memory_derivation(memory, llc, _largest(lines), None, " of lines" if lines.ne(curve.index.to_series()).any() else "")
             rows.setdefault(level, {})[pages] = {"ns": memory.ns if memory else None, "derivation": f"policy {policy}: {text}"}
     return rows
@@ -251,6 +251,12 @@ def _held(points: pd.DataFrame, lines: pd.Series, curve: pd.Series, levels: list
     return bool(levels) and latency_sweep.answer_in(lines.values, curve.values, len(levels), levels[-1][1])
 
 
+def _runs_at(points: pd.DataFrame, curve: pd.Series) -> list[float]:
+    """The undisturbed runs at each point of the curve (its working sets, in order)."""
+    used = points["n_used"] if "n_used" in points else points["n_ok"]
+    return list(used.groupby(points["working_set_bytes"]).sum().reindex(curve.index).fillna(0).values)
+
+
 def _page_rows(points: pd.DataFrame, levels: list[tuple[str, int]], clock: dict, line_bytes: int,
                idle: pd.Series | None) -> dict[str, dict]:
     """One page size's column of the table: level -> {ns, cycles, derivation[, memory's flag]}."""
@@ -260,7 +266,7 @@ def _page_rows(points: pd.DataFrame, levels: list[tuple[str, int]], clock: dict,
         return {}
     lines = touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
     found = plateaus(lines.values, curve.values)
-    memory = find_memory(lines.values, curve.values, levels, _held(points, lines, curve, levels))
+    memory = find_memory(lines.values, curve.values, levels, _held(points, lines, curve, levels), _runs_at(points, curve))
     named = name_plateaus(found, levels, memory.plateau if memory else None)
     note = (
         f" of lines (one pointer per {int(spacing)} B: spans {int(spacing) // line_bytes}× larger)"

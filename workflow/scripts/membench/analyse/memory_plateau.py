@@ -100,11 +100,43 @@ def _held_text() -> str:
             "past the caches, its stop rule (docs/latency_sweep.md)")  # fmt: skip
 
 
-def find_memory(lines, ns, levels: list[tuple[str, int]], held: bool = False) -> Memory | None:
-    """The memory plateau of one curve (touched-line bytes, ns per point)
-    and the points its latency is taken over; None when the curve shows no
-    memory plateau (see the module's rule)."""
+# Past how many times the last cache the latency's points lie, the farthest
+# first: at 8 x at most 1/8 of the loads can hit in it. A nearer reach is
+# taken only where fewer than ENOUGH_RUNS runs got that far (the stop rule
+# ends a sweep once it held flat over two doublings), its bound said.
+REACHES = (LLC_REACH, 4, 2)
+ENOUGH_RUNS = 3  # the fewest runs an answer is given from (membench.findings.evidence.MIN_RUNS)
+
+
+def _reach(on: pd.Series, runs_at: pd.Series | None, ends: list[tuple[int | None, str]], fastest: Plateau):
+    """(the points used, what they are past) for the farthest reach (8 x
+    the sysfs LLC or the last cache plateau, then 4 x, 2 x) that
+    ENOUGH_RUNS runs got to, else the one most runs got to; None when no
+    point is even 2 x past a cache end."""
+    best = None
+    for times in REACHES:
+        for end, name in ends:
+            far = on[on.index >= times * end] if end else on.iloc[0:0]
+            if far.empty:
+                continue
+            reached = int(runs_at.get(far.index[0], 0)) if runs_at is not None else ENOUGH_RUNS  # sweeps go upward
+            said = f"at or past {times} × " + name.format(size_text(end)) + _hits_bound(far, end, fastest)
+            if times < LLC_REACH:
+                said += f" ({reached} runs got this far; fewer than {ENOUGH_RUNS} reached {LLC_REACH} ×)"
+            if reached >= ENOUGH_RUNS:
+                return far, said
+            if best is None or reached > best[2]:
+                best = (far, said, reached)
+    return None if best is None else best[:2]
+
+
+def find_memory(lines, ns, levels: list[tuple[str, int]], held: bool = False, runs=None) -> Memory | None:
+    """The memory plateau of one curve (touched-line bytes, ns per point;
+    runs: the undisturbed runs at each point) and the points its latency is
+    taken over; None when the curve shows no memory plateau (see the
+    module's rule)."""
     curve = pd.Series(np.asarray(ns, dtype=float), index=np.asarray(lines, dtype=float)).dropna().sort_index()
+    runs_at = None if runs is None else pd.Series(np.asarray(runs, dtype=float), index=np.asarray(lines, dtype=float)).groupby(level=0).sum()
     found = plateaus(curve.index.values, curve.values)
     why = _why_memory(found, levels, held)
     if why is None:
@@ -113,15 +145,14 @@ def find_memory(lines, ns, levels: list[tuple[str, int]], held: bool = False) ->
     llc = levels[-1][1] if levels else None
     before = found[-2] if len(found) > 1 else None
     on = curve[(curve.index >= final.first_bytes) & (curve.index <= final.last_bytes)]
-    reach = None
-    for end, name in ((llc, f"the LLC (sysfs {size_text(llc)})" if llc else ""),
-                      (before.last_bytes if before else None, "the last cache plateau, which ends at {}")):  # fmt: skip
-        if end and (far := on[on.index >= LLC_REACH * end]).size:
-            on, reach = far, f"at or past {LLC_REACH} × " + name.format(size_text(end)) + _hits_bound(far, end, found[0])
-            break
-    short = reach is None
+    ends = [(llc, f"the LLC (sysfs {size_text(llc)})" if llc else ""),
+            (before.last_bytes if before else None, "the last cache plateau, which ends at {}")]  # fmt: skip
+    chosen = _reach(on, runs_at, ends, found[0])
+    short = chosen is None
     if short:
-        reach = f"every point of the plateau: none lies {LLC_REACH} × past the last cache, some loads may still hit it"
+        reach = "every point of the plateau: none lies 2 × past the last cache, some loads may still hit it"
+    else:
+        on, reach = chosen
     if held:
         why += "; " + _held_text()
     return Memory(plateau=final, first_bytes=int(on.index.min()), last_bytes=int(on.index.max()), points=len(on),
