@@ -18,8 +18,9 @@ and where the two disagree the derivation says so.
 The points used are those of the final plateau at or past LLC_REACH x the
 end of the last cache (the sysfs LLC when the sweep got that far, else the
 last cache plateau the curve shows): there at most 1/LLC_REACH of the loads
-can hit in that cache. A plateau with no such point uses all its points and
-says so.
+can hit in that cache. Where fewer than three runs got that far (the stop
+rule held the others nearer), 4 x, then 2 x, with the bound said; a plateau
+with no such point uses all its points and says so.
 """
 
 from __future__ import annotations
