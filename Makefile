@@ -101,7 +101,7 @@ status: $(STAMP)
 
 # What a run would measure, and why (new cells, a knob changed), before it runs.
 plan: config-exists $(STAMP)
-	@$(BIN)/python workflow/scripts/study_plan.py --configfile $(CONFIG) --directory $(call quote,$(RUN_DIR))
+	@$(BIN)/python workflow/scripts/study_status.py --plan --configfile $(CONFIG) --directory $(call quote,$(RUN_DIR))
 
 # A failed repetition (a killed harness) stays stored as failed; this moves
 # each aside, kept (results/<system>/superseded/failed/), so that the next

@@ -114,7 +114,7 @@ def test_make_plan_says_what_is_new_what_changed_and_what_is_kept(tmp_path):
         digest = rounds.digest(request) if same else "0" * 16
         path.write_text(json.dumps({"request_digest": digest, "ntimes": ntimes}) + "\n")
     (tmp_path / "my.yaml").write_text(json.dumps(config))
-    out = subprocess.run([sys.executable, str(REPO / "workflow" / "scripts" / "study_plan.py"), "--configfile", "my.yaml",
+    out = subprocess.run([sys.executable, str(REPO / "workflow" / "scripts" / "study_status.py"), "--plan", "--configfile", "my.yaml",
                           "--directory", "."], cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
