@@ -198,23 +198,12 @@ def derive(
     in a run within a budget, each comparison's false-alarm rate spent over
     the looks its rounds take (membench.findings.evidence.looks)."""
     with evidence.looks(budget.looks(config, evidence.MIN_RUNS)):
-        return _derive(config=config, cells=cells, problems=problems, systems=systems, measurements=measurements, modes=modes,
-                       c2c_classes=c2c_classes, superseded=superseded, stored=stored, papers=papers)  # fmt: skip
+        return _findings_and_sections(config, cells, problems, systems, measurements, modes, c2c_classes, superseded,
+                                      stored, papers)  # fmt: skip
 
 
-def _derive(
-    *,
-    config: dict,
-    cells: pd.DataFrame,
-    problems: pd.DataFrame,
-    systems: dict[str, dict],
-    measurements: pd.DataFrame | None = None,
-    modes: pd.DataFrame | None = None,
-    c2c_classes: pd.DataFrame | None = None,
-    superseded: dict | None = None,
-    stored: dict | None = None,
-    papers: dict[str, dict] | None = None,
-) -> dict:
+def _findings_and_sections(config, cells, problems, systems, measurements, modes, c2c_classes, superseded, stored,
+                           papers) -> dict:
     runs, ok_runs = _runs(measurements), _runs(measurements, keep_disturbed=True)
     derived = derived_tables(config, cells, systems, c2c_classes, runs)
     sections = build_sections(config=config, cells=cells, problems=problems, systems=systems, modes=modes,
