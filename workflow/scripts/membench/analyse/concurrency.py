@@ -329,6 +329,21 @@ def _match(latencies: pd.DataFrame, system: str, placement: str, pages: str) -> 
     return same.iloc[same["pages"].map(lambda p: PAGE_BYTES.get(p, math.inf)).argmin()]
 
 
+def _under_load(under_load: pd.Series | None, traffic: float, line_bytes: int) -> dict:
+    """A bandwidth cell's lines in flight at the loaded latency of its
+    placement (the heaviest load measured), and where that latency comes from."""
+    if under_load is None or math.isnan(traffic):
+        return {"loaded_latency_ns": math.nan, "lines_in_flight_loaded": math.nan, "loaded_latency_source": "no loaded latency measured"}
+    return {
+        "loaded_latency_ns": under_load["ns"],
+        "lines_in_flight_loaded": lines_in_flight(traffic, under_load["ns"], line_bytes),
+        "loaded_latency_source": (
+            f"loaded chase, heaviest load by read traffic, {under_load['pages']} pages, {locality_text(under_load['group'])}, "
+            f"{spacing_text(under_load['spacing'])} ({under_load['source']}; {latency_spread(under_load)})"
+        ),
+    }
+
+
 def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int], llc_bytes: dict[str, int] | None = None,
                           latencies: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per bandwidth cell (and op): GB/s x ns = bytes in flight,
@@ -387,18 +402,6 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int], llc_b
                 latency_source=f"{idle_source(latency)} ({latency_spread(latency)})",
                 latency_cell=latency["source"],
             )
-        under_load = _match(loaded, row.system, placement, row.pages)
-        if under_load is None or math.isnan(traffic):
-            out.update(loaded_latency_ns=math.nan, lines_in_flight_loaded=math.nan, loaded_latency_source="no loaded latency measured")
-        else:
-            out.update(
-                loaded_latency_ns=under_load["ns"],
-                lines_in_flight_loaded=lines_in_flight(traffic, under_load["ns"], line_bytes[row.system]),
-                loaded_latency_source=(
-                    f"loaded chase, heaviest load by read traffic, {under_load['pages']} pages, {locality_text(under_load['group'])}, "
-                    f"{spacing_text(under_load['spacing'])} "
-                    f"({under_load['source']}; {latency_spread(under_load)})"
-                ),
-            )
+        out.update(_under_load(_match(loaded, row.system, placement, row.pages), traffic, line_bytes[row.system]))
         rows.append(out)
     return pd.DataFrame(rows)

@@ -116,20 +116,10 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
         allowed = 0 if busy_streak >= BUSY_STREAK else retries
         if attempt > 1:
             log.write(f"{attempt - 1} tries measured by an earlier run (disturbed, moved aside)\n")
-        while True:
-            records = measure_cell(
-                binary, topology, path, log,
-                request=Request.of_dict(request), experiment=member.experiment, cell_id=member.id,
-                extra={**identity_keys, "measure_try": attempt}, run_process=run_harness_process,
-            )  # fmt: skip (a write error there is a StoreError too)
-            causes = _disturbed_by(records)
-            if not causes or attempt > allowed:
-                break
-            _store(lambda: tries.note_tries(path, identity_keys, attempt), "store", path)
-            aside = _store(lambda: superseded.move_aside(path, runs_dir, superseded.DISTURBED), "move aside", path)
-            tried_again.setdefault(path, []).append(str(aside))
-            log.write(f"disturbed ({causes}), try {attempt} of {allowed + 1}: {path} -> {aside}\n")
-            attempt += 1
+        records, causes = _tries(member, binary, topology, path, runs_dir, log, identity_keys, (attempt, allowed),
+                                 run_harness_process, tried_again.setdefault(path, []))  # fmt: skip
+        if not tried_again[path]:
+            del tried_again[path]
         _store(lambda: tries.forget_tries(path), "store", path)
         if any(disturbance.neighbour(record) for record in records or []):
             beside.append(path)
@@ -181,6 +171,28 @@ def _measure_locked(plan, topology, bin_dir, runs_dir, log, run_harness_process,
         # round of a run within a budget expects it to cost again
         "repetition_seconds": seconds,
     }
+
+
+def _tries(member, binary, topology, path, runs_dir, log, identity_keys, attempts, run_harness_process, asides) -> tuple:
+    """(records, causes) of one repetition: measured, and measured again
+    while the disturbed rule marks it and tries are left (attempts: the
+    first try's number and the last one allowed to be measured again), each
+    disturbed try moved aside (its path appended to `asides`)."""
+    attempt, allowed = attempts
+    while True:
+        records = measure_cell(
+            binary, topology, path, log,
+            request=Request.of_dict(member.request), experiment=member.experiment, cell_id=member.id,
+            extra={**identity_keys, "measure_try": attempt}, run_process=run_harness_process,
+        )  # fmt: skip (a write error there is a StoreError too)
+        causes = _disturbed_by(records)
+        if not causes or attempt > allowed:
+            return records, causes
+        _store(lambda: tries.note_tries(path, identity_keys, attempt), "store", path)
+        aside = _store(lambda: superseded.move_aside(path, runs_dir, superseded.DISTURBED), "move aside", path)
+        asides.append(str(aside))
+        log.write(f"disturbed ({causes}), try {attempt} of {allowed + 1}: {path} -> {aside}\n")
+        attempt += 1
 
 
 def _disturbed_by(records: list[dict]) -> str:
