@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from membench.core import layout
+from membench.findings import next_round
 from membench.plan import budget, checks, config_limits, estimate, grammar, rounds, variants
 from membench.probe import topology
 
@@ -58,11 +59,7 @@ def budget_spent(config: dict, cells, table: dict, results: Path, systems: list[
             return limit
         manifests = [Path(layout.manifest_path(str(layout.system_dir(results, system)), k, inputs.study_digest(system, k)))
                      for k in range(budget.fixed_rounds(cells, config))]  # fmt: skip
-        for manifest in manifests + sorted(folder.glob(f"a*-{key}.json")):
-            try:
-                spent += float(json.loads(manifest.read_text()).get("seconds", 0.0))
-            except (OSError, ValueError):
-                continue
+        spent += next_round.spent_seconds([str(m) for m in manifests + sorted(folder.glob(f"a*-{key}.json")) if m.is_file()])
     return spent
 
 

@@ -42,8 +42,15 @@ def run_files(manifests: list[str]) -> list[str]:
 
 
 def spent_seconds(manifests: list[str]) -> float:
-    """Measuring time of the rounds so far, retries of disturbed tries included."""
-    return sum(float(json.loads(Path(m).read_text()).get("seconds", 0.0)) for m in manifests)
+    """Measuring time of the rounds so far, retries of disturbed tries
+    included (a manifest that cannot be read counts nothing)."""
+    total = 0.0
+    for manifest in manifests:
+        try:
+            total += float(json.loads(Path(manifest).read_text()).get("seconds", 0.0))
+        except (OSError, ValueError):
+            continue
+    return total
 
 
 def findings_so_far(files: list[str], config: dict, system: str, topology: str, environment: str) -> dict:
