@@ -54,6 +54,8 @@ const mb_family_t mb_family_table[] = {
                     "one output array per write op, s = 3 (exact)"},
     {.name = "c2c", .narrays = 1, .array_names = c2c_arrays, .elem_size = 64,
      .run = mb_c2c_run, .min_threads = 2, .pin = 1, .options = mb_c2c_options,
+     /* the line pool: 8 MiB, what config/config.yaml's cache_to_cache cells pass */
+     .default_size = "8388608", .example = "--threads 2 --affinity cpus:0,1 --op two_line",
      .description = "cache-to-cache latency: two pinned threads hand a line back and forth, "
                     "every pair of the team (ns per hand-off, half the round trip)"},
 };

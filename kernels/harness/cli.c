@@ -276,15 +276,18 @@ static void family_option(int i, const char *arg, options_t *o)
     o->famopt[i] = v;
 }
 
-/* --size: whole elements, at least one.  Always given: `size: auto` is
- * resolved on the host by the pipeline, in one place
- * (workflow/scripts/membench/measure/auto_size.py), never here. */
+/* --size: whole elements, at least one.  The pipeline always gives it:
+ * `size: auto` is resolved on the host, in one place
+ * (workflow/scripts/membench/measure/auto_size.py), never here.  By hand,
+ * a family with a default_size (its table row) runs without it. */
 static void derive_size(const char *size_arg, options_t *o)
 {
     unsigned long long bytes;
     char allowed[160];
     snprintf(allowed, sizeof allowed, "a number of bytes between %zu and 2^50 (--size is required)",
              g_family->elem_size);
+    if (!size_arg)
+        size_arg = g_family->default_size;
     if (!size_arg)
         die_usage("--size", "", allowed);
     if (parse_size(size_arg, &bytes) != 0 || bytes < g_family->elem_size ||

@@ -35,8 +35,9 @@ const mb_opt_t mb_harness_options[MB_O_COUNT] = {
                    "first touch by the team (parallel), the calling thread element by element (serial) "
                    "or array by array (serial-arrays)"},
     [MB_O_SIZE] = {"size", "BYTES", "bytes", NULL, 1, 1LL << 50, NULL,
-                   "bytes per array (at least one element); required (the pipeline "
-                   "resolves size: auto, membench.measure.auto_size)"},
+                   "bytes per array (at least one element); required unless the family "
+                   "has a default (the pipeline always passes it, resolving size: auto "
+                   "in membench.measure.auto_size)"},
     [MB_O_NTIMES] = {"ntimes", "K", "int", "10", 2, 100000000, NULL,
                      "iterations per op, the first dropped"},
     [MB_O_REPEAT] = {"repeat", "R", "int", "0", 1, 0, NULL, "integer, recorded only"},
@@ -55,13 +56,15 @@ const mb_opt_t mb_harness_options[MB_O_COUNT] = {
 };
 
 /* The default of harness option id as text; NULL: none or computed (help
- * says). */
-static const char *option_default(int id)
+ * says).  --size's is the family's (its table row), if it has one. */
+static const char *option_default(int id, const mb_family_t *fam)
 {
     if (id == MB_O_VARIANT)
         return mb_build.variant;
     if (id == MB_O_PFDIST)
         return mb_build.prefetch_distance_text;
+    if (id == MB_O_SIZE)
+        return fam->default_size;
     return mb_harness_options[id].def;
 }
 
@@ -117,7 +120,7 @@ void mb_print_options(FILE *f, const mb_family_t *fam)
         kv_str(&b, "flag", flag);
         kv_str(&b, "type", o->type);
         kv_str(&b, "metavar", o->metavar);
-        kv_str(&b, "default", option_default(i));
+        kv_str(&b, "default", option_default(i, fam));
         if (i == MB_O_SIZE) {
             kv_int(&b, "min", (long long)fam->elem_size); /* one element */
             kv_int(&b, "max", o->max);
@@ -235,7 +238,7 @@ static void harness_row_text(char *buf, size_t len, int id, const mb_family_t *f
         for (const char *c = o->choices; *c; c++)
             cat(buf, len, *c == ',' ? " | " : "%c", *c);
     }
-    const char *def = option_default(id);
+    const char *def = option_default(id, fam);
     if (def)
         cat(buf, len, " (default %s)", def);
     if (id == MB_O_PFDIST)
@@ -301,6 +304,8 @@ void mb_print_help(FILE *f, const char *prog, const mb_family_t *fam)
             help_ops(f, fam);
     }
     help_family(f, fam);
+    if (fam->example)
+        fprintf(f, "\nexample: %s %s\n", prog, fam->example);
     fprintf(f, "\nexit codes: %d ok, %d failed, %d usage error, %d skipped\n", MB_OK, MB_FAILED,
             MB_USAGE_EXIT, MB_SKIPPED);
 }

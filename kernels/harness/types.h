@@ -140,6 +140,12 @@ typedef struct mb_family {
     int pin;                /* 1 = affinity none still pins thread t to the
                              * t-th allowed CPU (recorded in cpus_bound) */
     const struct mb_famopt *options; /* family options, {NULL} terminated */
+    /* --size when it is not given, in bytes, as text (what --help and
+     * --list-options print); NULL: --size is required (the pipeline resolves
+     * size: auto).  example: options of a command line that runs as it is,
+     * shown by --help; NULL: none. */
+    const char *default_size;
+    const char *example;
 } mb_family_t;
 
 /* A family option: --NAME INTEGER, range-checked by the harness; its value
