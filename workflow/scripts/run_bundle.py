@@ -7,11 +7,14 @@
                                                    (references/machines/SLUG.yaml)
 
 A refused bundle prints one line naming what failed and exits 2; nothing
-is written then."""
+is written then (write: the archive is made under a temporary name and
+renamed only once it is checked). Any failure while reading a bundle is
+such a refusal, never a traceback; no verb touches the network."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -24,7 +27,7 @@ FINDINGS_SCHEMA = REPO / "workflow" / "schemas" / "findings.schema.yaml"
 ATLAS = REPO / "references" / "machines"
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = parser.add_subparsers(dest="verb", required=True)
     write = verbs.add_parser("write", help="bundle a results folder")
@@ -45,30 +48,42 @@ def main(argv: list[str] | None = None) -> int:
     made.add_argument("--address", required=True, help="the https:// address where the bundle is published")
     made.add_argument("--system", help="the system to take, where the bundle holds several")
     made.add_argument("--atlas", type=Path, default=ATLAS)
-    args = parser.parse_args(argv)
-    try:
-        if args.verb == "write":
-            if not args.config.is_file() or not args.results.is_dir():
-                print(f"bundle: needs a config file and a results folder ({args.config}, {args.results})")
-                return 2
-            out = bundle.write_bundle(args.results, args.config, args.out, REPO, args.binaries)
-            bundle_check.check_bundle(out, FINDINGS_SCHEMA)
-            print(f"Bundle: {out} (checked)")
-        elif args.verb == "check":
-            bundle_check.check_bundle(args.bundle, FINDINGS_SCHEMA)
-            print(f"{args.bundle}: valid")
-        elif args.verb == "reference":
-            # imported here: write, check and open need none of the analysis it pulls in
-            from membench.compare import reference_entry
+    return parser
 
-            document = reference_entry.entry_from_bundle(args.bundle, args.name, args.address, FINDINGS_SCHEMA,
-                                                         args.atlas, args.system)  # fmt: skip
-            path = reference_entry.write_entry(document, args.atlas)
-            print(f"Reference: {path} ({len(document['numbers'])} numbers); make compare BASE=ref:{args.name} NEW=...")
-        else:
-            print(bundle_check.open_bundle(args.bundle, args.dest, FINDINGS_SCHEMA, args.inputs_only))
+
+def run(args: argparse.Namespace) -> str:
+    """What the verb did, in one line; BundleRefused when it did not."""
+    if args.verb == "write":
+        if not args.config.is_file() or not args.results.is_dir():
+            raise bundle_check.BundleRefused(f"bundle: needs a config file and a results folder ({args.config}, {args.results})")
+        if args.out.is_dir() or not args.out.name:
+            raise bundle_check.refuse(args.out, "a folder; name the bundle's file (BUNDLE=run.crate.zip)")
+        check = functools.partial(bundle_check.check_bundle, findings_schema=FINDINGS_SCHEMA)
+        out = bundle.write_bundle(args.results, args.config, args.out, REPO, args.binaries, check=check)
+        return f"Bundle: {out} (checked)"
+    if args.verb == "check":
+        bundle_check.check_bundle(args.bundle, FINDINGS_SCHEMA)
+        return f"{args.bundle}: valid"
+    if args.verb == "reference":
+        # imported here: write, check and open need none of the analysis it pulls in
+        from membench.compare import reference_entry
+
+        document = reference_entry.entry_from_bundle(args.bundle, args.name, args.address, FINDINGS_SCHEMA,
+                                                     args.atlas, args.system)  # fmt: skip
+        path = reference_entry.write_entry(document, args.atlas)
+        return f"Reference: {path} ({len(document['numbers'])} numbers); make compare BASE=ref:{args.name} NEW=..."
+    return str(bundle_check.open_bundle(args.bundle, args.dest, FINDINGS_SCHEMA, args.inputs_only))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        print(run(args))
     except bundle_check.BundleRefused as refused:
         print(refused)
+        return 2
+    except Exception as error:  # noqa: BLE001 - a bundle is someone else's file: any failure is a refusal, never a traceback
+        print(bundle_check.refuse(getattr(args, "bundle", None) or args.out, f"{type(error).__name__}: {error}"))
         return 2
     return 0
 

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
 import subprocess
 import tempfile
 import zipfile
+from collections.abc import Callable
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path, PurePosixPath
@@ -174,11 +177,20 @@ def run_span(files: list[Path]) -> tuple[str | None, str | None]:
     for path in (p for p in files if p.suffix == ".jsonl"):
         for line in path.read_text().splitlines():
             record = json.loads(line) if line.strip() else {}
-            starts += [record["t_start"]] if isinstance(record.get("t_start"), (int, float)) else []
-            ends += [record["t_end"]] if isinstance(record.get("t_end"), (int, float)) else []
+            starts += [record["t_start"]] if _moment(record.get("t_start")) else []
+            ends += [record["t_end"]] if _moment(record.get("t_end")) else []
     if not starts or not ends:
         return None, None
     return _iso(min(starts)), _iso(max(ends))
+
+
+# The latest moment a record's time may name (year 9999): a later one (1e300)
+# is no time a run had, and datetime cannot write it.
+LAST_MOMENT = 253402300799
+
+
+def _moment(value) -> bool:
+    return type(value) in (int, float) and math.isfinite(value) and 0 <= value <= LAST_MOMENT
 
 
 def _iso(seconds: float) -> str:
@@ -192,12 +204,23 @@ def operator_name(repo: Path) -> str:
     return named.stdout.strip() if named.returncode == 0 and named.stdout.strip() else "not stated (no git user.name)"
 
 
-def write_bundle(results: Path, config: Path, out: Path, repo: Path, binaries: Path | None = None) -> Path:
-    """Writes results/<name>.crate.zip-style archive `out`; returns it."""
+def write_bundle(results: Path, config: Path, out: Path, repo: Path, binaries: Path | None = None,
+                 check: Callable[[Path], object] | None = None) -> Path:  # fmt: skip
+    """Writes the archive `out` (results/<name>.crate.zip style); returns
+    it. It is written under a temporary name beside out and renamed to out
+    only once check(that file) has returned: a check that raises leaves no
+    file behind, and out as it was."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="membench-bundle-") as folder:
-        build_crate(results, config, repo, binaries).write(folder)
-        zip_folder(Path(folder), out)
+    partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
+    try:
+        with tempfile.TemporaryDirectory(prefix="membench-bundle-") as folder:
+            build_crate(results, config, repo, binaries).write(folder)
+            zip_folder(Path(folder), partial)
+        if check is not None:
+            check(partial)
+        partial.replace(out)
+    finally:
+        partial.unlink(missing_ok=True)
     return out
 
 
@@ -206,8 +229,6 @@ def zip_folder(folder: Path, out: Path) -> None:
     ro-crate-py's write_zip: 0.16 stores an empty file there under its
     percent-encoded @id instead (File._stream_from_file), a name the
     archive's readers then miss; writing to a folder decodes every @id."""
-    partial = out.with_name(out.name + ".partial")
-    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):
             archive.write(path, path.relative_to(folder).as_posix())
-    partial.replace(out)
