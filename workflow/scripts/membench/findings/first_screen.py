@@ -150,12 +150,26 @@ def _hierarchy_rows(headline: dict) -> list[dict]:
     return rows
 
 
-def _concurrency_row(c: dict | None, all_disturbed: set[str]) -> dict:
+def _no_concurrency_why(c: dict | None, bandwidth: list[dict], all_disturbed: set[str]) -> str:
+    """Why no Little's law at the peak: where every headline bandwidth is a
+    bound from disturbed runs, that is said with the bound, never as no cell."""
+    if c:
+        return c["why"]
+    if "bandwidth" in all_disturbed:
+        return "every bandwidth run was disturbed"
+    bounds = [r for r in bandwidth if r.get("bound") == "at least"]
+    if bounds and len(bounds) == len(bandwidth):
+        said = "; ".join(f"{r['what']} at least {r['value']:.1f} GB/s" if r["value"] is not None else r["what"] for r in bounds)
+        return f"every run of the bandwidth cells past the caches was disturbed ({said}, flagged above)"
+    return "no bandwidth cell with a matching idle latency"
+
+
+def _concurrency_row(c: dict | None, all_disturbed: set[str], bandwidth: list[dict] = ()) -> dict:
     """Effective concurrency at the peak, with the latency it used named:
-    loaded at about that traffic, or idle and then a lower bound."""
+    loaded at about that traffic, or idle and then a lower bound.
+    bandwidth: the first screen's highest-bandwidth rows."""
     if not (c and c.get("known")):
-        why = (c["why"] if c else "every bandwidth run was disturbed" if "bandwidth" in all_disturbed
-               else "no bandwidth cell with a matching idle latency")  # fmt: skip
+        why = _no_concurrency_why(c, list(bandwidth), all_disturbed)
         return _row("effective concurrency", "at the highest", _derived(None, "lines"), f"not known: {why}", [], "#concurrency")
     of = c["family"] if c["op"] == c["family"] else f"{c['family']} {c['op']}"
     product = (f"{of} (n={c['runs']}): {c['traffic_gbps']:.1f} GB/s read × {c['latency_ns']:.1f} ns "
@@ -181,12 +195,13 @@ def headline_rows(headline: dict, runs: pd.DataFrame, idle: dict, all_disturbed:
     give), never as not measured; ok_runs: every ok run, disturbed ones too."""
     ok_runs = runs if ok_runs is None else ok_runs
     rows = _bandwidth_rows(headline, runs, ok_runs, all_disturbed)
+    bandwidth = [r for r in rows if r["cells"]]
     rows.append(_theoretical_row(headline))
     if headline["single_thread"]:
         rows.append(_bandwidth("one thread", headline["single_thread"], runs, ok_runs, with_threads=False))
     rows += _idle_rows(headline, idle, ok_runs, all_disturbed)
     rows += _hierarchy_rows(headline)
-    rows.append(_concurrency_row(headline["concurrency"], all_disturbed))
+    rows.append(_concurrency_row(headline["concurrency"], all_disturbed, bandwidth))
     return rows
 
 
