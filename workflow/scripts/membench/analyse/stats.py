@@ -11,24 +11,10 @@ from membench.plan import knobs
 from membench.analyse.peak import nodes_holding_pages, page_node_bound
 from membench.store.placement_classes import placement_summary, placement_words
 
-# A cell as requested, plus what the host resolved it to.
-CELL_KEYS = [
-    "system",
-    "experiment",
-    "cell",
-    "kernel",
-    "variant",
-    "op",
-    "threads_requested",
-    "affinity",
-    "policy_requested",
-    "pages",
-    "init",
-    "size_requested",
-    "load_delay_requested",
-    "chase_group_requested",
-    "chase_spacing_requested",
-]
+# A cell as requested, plus what the host resolved it to: who measured it,
+# its names, and the record columns of its axes (the knob table's).
+_NAMES = ["system", "experiment", "cell", "kernel", "variant", "op"]
+CELL_KEYS = [*_NAMES, *(column for column in knobs.summary_columns() if column not in _NAMES)]
 OBTAINED_KEYS = ["threads", "size_bytes", "policy"]
 # Axes that tell series apart in figures and table rows (threads and op have
 # their own place).

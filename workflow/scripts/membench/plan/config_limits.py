@@ -21,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from membench.plan import knobs
 from membench.plan.grammar import ConfigError, parse_group, parse_size
 from membench.plan.variants import variant_names
 
@@ -114,11 +115,9 @@ def too_large(value, limit: int = MAX_VALUES) -> str | None:
 
 
 # The experiment keys whose lists are axes of the cross product
-# (membench.plan.grammar.experiment_cells), "variants" apart.
-AXIS_KEYS = (
-    "threads", "affinity", "policy", "pages", "init", "size", "prefetch_distance",
-    "load_op", "load_delay", "chase_group", "chase_spacing",
-)  # fmt: skip
+# (membench.plan.grammar.experiment_cells): the knob table's, "variants"
+# apart (counted by its own rule: `all` is every variant of the family).
+AXIS_KEYS = tuple(k.config_key for k in knobs.axes(configured=True) if k.config_key != "variants")
 
 
 def cell_count(experiment: dict, variants_table: dict) -> int:

@@ -9,42 +9,21 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import re
 import socket
 from dataclasses import asdict, dataclass
 
 from membench.plan import families, knobs
 from membench.plan.c2c_pairs import pair_specs
-from membench.plan.knobs import DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING, group_text  # noqa: F401 (named here too)
+from membench.plan.knobs import (  # noqa: F401 (named here too: the config's values are read by them)
+    AFFINITY_ALIASES, DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING, GROUP_PAGE, SIZE_UNITS, canonical_affinity,
+    group_text, parse_group, parse_size, path_safe,
+)  # fmt: skip
 from membench.plan.request import Knobs
 from membench.plan.variants import variant_names
 from membench.core.text import size_text  # noqa: F401 (sizes are named by it)
 
-AXES = (
-    "variant",
-    "threads",
-    "affinity",
-    "policy",
-    "pages",
-    "init",
-    "size",
-    "prefetch_distance",
-    "load_op",
-    "load_delay",
-    "chase_group",
-    "chase_spacing",
-)
-AFFINITY_ALIASES = {"compact": "close", "scatter": "spread"}
-GROUP_PAGE = 4096
-SIZE_UNITS = {
-    "B": 1,
-    "KB": 10**3,
-    "MB": 10**6,
-    "GB": 10**9,
-    "KiB": 2**10,
-    "MiB": 2**20,
-    "GiB": 2**30,
-}
+# The axes the config writes (an experiment's lists), in the knob table's order.
+AXES = tuple(k.name for k in knobs.axes(configured=True))
 
 
 class ConfigError(ValueError):
@@ -71,62 +50,12 @@ class Cell(Knobs):
 
     @property
     def id(self) -> str:
-        """Path-safe, unique name: <experiment>/<kernel>-<variant>/<axes>."""
-        traits = families.family(self.kernel)
-        if traits.pairs:  # the pair sets threads and CPUs
-            axes = "_".join(path_safe(str(v)) for v in (f"p{self.pair}", self.policy, self.pages, f"s{self.size}"))
-            return f"{self.experiment}/{self.kernel}-{self.variant}/{axes}"
-        axes = "_".join(
-            path_safe(str(v))
-            for v in (
-                f"t{self.threads}",
-                self.affinity,
-                self.policy,
-                self.pages,
-                self.init,
-                f"s{self.size}",
-            )
-        )
-        if self.prefetch_distance != "variant":
-            axes += f"_pf{self.prefetch_distance}"
-        if "load_op" in traits.knobs:
-            axes += f"_{self.load_op}_d{self.load_delay}"
-        if "chase_group" in traits.knobs:
-            axes += "_g" + group_text(self.chase_group).replace(" ", "")
-            if self.chase_spacing != DEFAULT_CHASE_SPACING:
-                axes += f"_sp{self.chase_spacing}"
-        return f"{self.experiment}/{self.kernel}-{self.variant}/{axes}"
+        """Path-safe, unique name: <experiment>/<kernel>-<variant>/<axes>,
+        the axes as the knob table names them (membench.plan.knobs.id_axes)."""
+        return f"{self.experiment}/{self.kernel}-{self.variant}/{knobs.id_axes(self)}"
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def path_safe(value: str) -> str:
-    return value.replace(":", "=").replace(",", "+")
-
-
-def parse_size(value: int | str) -> int | str:
-    """Bytes from an int or a string with a unit; "auto" stays "auto"."""
-    if isinstance(value, int) or value == "auto":
-        return value
-    match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)", value)
-    if not match or match.group(2) not in SIZE_UNITS:
-        raise ValueError(f"not a size: {value!r}")
-    return int(float(match.group(1)) * SIZE_UNITS[match.group(2)])
-
-
-def parse_group(value: int | str) -> int | str:
-    """Bytes per chase group from an int, a size ("256KiB") or "N pages"
-    (4 KiB each); "full" stays "full"."""
-    if isinstance(value, int) or value == "full":
-        return value
-    match = re.fullmatch(r"([0-9]+)\s*pages?", value)
-    return int(match.group(1)) * GROUP_PAGE if match else parse_size(value)
-
-
-
-def canonical_affinity(value: str) -> str:
-    return AFFINITY_ALIASES.get(value, value)
 
 
 def resolve_system_name(name: str) -> str:
@@ -142,16 +71,8 @@ def system_names(config: dict) -> list[str]:
 
 
 def _excluded(values: dict, exclude: list[dict]) -> bool:
-    def same(axis, wanted):
-        if axis == "affinity":
-            wanted = canonical_affinity(wanted)
-        if axis == "size":
-            wanted = parse_size(wanted)
-        if axis == "chase_group":
-            wanted = parse_group(wanted)
-        return values[axis] == wanted
-
-    return any(all(same(k, v) for k, v in entry.items()) for entry in exclude)
+    return any(all(values[axis] == knobs.knob(axis).value(wanted) for axis, wanted in entry.items())
+               for entry in exclude)  # fmt: skip
 
 
 def expand(config: dict, variants_table: dict) -> list[Cell]:
@@ -167,8 +88,7 @@ def expand(config: dict, variants_table: dict) -> list[Cell]:
 # The axes a canonical order sorts on, after the experiment: numbers by
 # value ("all", "auto", "node" after them), versions in the variant table's
 # order (McCalpin's v001 ... v015), the rest as the config first names them.
-ORDERED_AXES = ("variant", "threads", "affinity", "policy", "pages", "init", "size", "prefetch_distance",
-                "load_op", "load_delay", "chase_group", "chase_spacing", "pair")  # fmt: skip
+ORDERED_AXES = tuple(k.name for k in knobs.axes())
 
 
 def canonical_order(cells: list[Cell], variants_table: dict) -> list[Cell]:
@@ -196,57 +116,33 @@ def canonical_order(cells: list[Cell], variants_table: dict) -> list[Cell]:
 def experiment_cells(name: str, experiment: dict, variants_table: dict) -> list[Cell]:
     """The cross product of one experiment's axes, minus its exclusions."""
     kernel = experiment["kernel"]
-    variants = experiment["variants"]
-    if "all" in variants:
-        variants = variant_names(variants_table, kernel)
-    axes = {
-        "variant": variants,
-        "threads": experiment["threads"],
-        "affinity": [canonical_affinity(a) for a in experiment["affinity"]],
-        "policy": experiment["policy"],
-        "pages": experiment["pages"],
-        "init": experiment["init"],
-        "size": [parse_size(s) for s in experiment["size"]],
-        "prefetch_distance": experiment["prefetch_distance"],
-        "load_op": experiment["load_op"],
-        "load_delay": experiment["load_delay"],
-        "chase_group": [parse_group(g) for g in experiment["chase_group"]],
-        "chase_spacing": experiment.get("chase_spacing", [DEFAULT_CHASE_SPACING]),
-        "pair": [""],
-    }
-    c2c = {}
+    axes = axis_values(experiment, variants_table)
+    settings = {k.name: k.value(experiment.get(k.config_key, k.default)) for k in knobs.cell_settings(kernel)}
     if families.family(kernel).pairs:
         # the pair sets threads (2, or every CPU) and the CPUs (resolved
         # where it is measured); threads and affinity are not c2c axes
-        per_class = experiment["pairs_per_class"]
-        axes.update(
-            pair=pair_specs(experiment["pairs"], per_class, experiment["pair_classes"]),
-            threads=[2],
-            affinity=["none"],
-        )
-        c2c = {
-            "pairs_per_class": per_class,
-            "c2c_samples": experiment["c2c_samples"],
-            "c2c_roundtrips": experiment["c2c_roundtrips"],
-        }
+        axes.update(pair=pair_specs(experiment["pairs"], experiment["pairs_per_class"], experiment["pair_classes"]),
+                    threads=[2], affinity=["none"])  # fmt: skip
     cells = []
     for combo in itertools.product(*axes.values()):
         values = dict(zip(axes, combo))
         if _excluded(values, experiment["exclude"]):
             continue
-        cells.append(
-            Cell(
-                experiment=name,
-                kernel=kernel,
-                repeats=experiment["repeats"],
-                ntimes=experiment["ntimes"],
-                sweep_from=parse_size(experiment["sweep_from"]),
-                points_per_octave=experiment["points_per_octave"],
-                **c2c,
-                **{**values, **({"threads": "all"} if values["pair"] == "all" else {})},
-            )
-        )
+        if values["pair"] == "all":
+            values["threads"] = "all"
+        cells.append(Cell(experiment=name, kernel=kernel, repeats=experiment["repeats"], **settings, **values))
     return cells
+
+
+def axis_values(experiment: dict, variants_table: dict) -> dict[str, list]:
+    """{axis: its values as a cell holds them} of one experiment, each axis
+    of the knob table in its order (an axis the config does not write, the
+    pair, at its default until the pairs choose it)."""
+    axes = {k.name: [k.value(v) for v in experiment.get(k.config_key, [k.default])] if k.configured else [k.default]
+            for k in knobs.axes()}  # fmt: skip
+    if "all" in axes["variant"]:
+        axes["variant"] = variant_names(variants_table, experiment["kernel"])
+    return axes
 
 
 def shuffle_key(cell_id: str, repeat: int, seed: int) -> int:

@@ -5,7 +5,9 @@ A row holds the config key (the cell's field), its default, the request
 field that carries it, the harness option it feeds (the name
 `--list-options` prints), the record key that states it as requested, the
 record column tables and figures group by, whether it tells series apart,
-and its unit and formatter. The families a knob applies to are not written
+its unit and formatter, and what the plan needs: how the config's values
+are read (its parser), its part of the cell id, and its place in the order
+of axes (the table's order). The families a knob applies to are not written
 here: plan/families.py lists each family's knobs, and a knob that no
 family lists applies to all of them.
 
@@ -13,14 +15,22 @@ What is derived from it: the defaults of a cell and of a request
 (membench.plan.request.Knobs), the family options a request feeds
 (membench.measure.options.FAMILY_FIELDS), the knobs read back from stored
 records (membench.measure.identity.REQUEST_KNOBS,
-membench.store.stored.KNOBS, membench.compare.match.KNOBS) and the series
-axes (membench.analyse.stats.SERIES_AXES). tests/test_knobs.py holds the
+membench.store.stored.KNOBS, membench.compare.match.KNOBS), the series
+axes (membench.analyse.stats.SERIES_AXES), and the plan stage: the axes and
+their order (membench.plan.grammar.AXES, ORDERED_AXES,
+membench.plan.config_limits.AXIS_KEYS), an experiment's axis values and its
+cells' ids (membench.plan.grammar), the fields a cell and its request share
+(membench.plan.request.Knobs) and the summary's cell columns
+(membench.analyse.stats.CELL_KEYS). A new knob is its row here, its
+families' rows in plan/families.py and its keys in both schemas
+(tests/test_new_knob.py adds one so). tests/test_knobs.py holds the
 table against the config and record schemas and against every built
 family's --list-options (the harness's defaults are the table's).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -35,6 +45,13 @@ EVERY, OWN = "every", "own"
 # (membench.measure.harness), the harness itself (it echoes its options),
 # or the c2c pair's keys (membench.plan.c2c_pairs).
 ROUND, HARNESS, PAIRS = "round", "harness", "pairs"
+# Which families' cell ids name an axis knob (IdPart.where), beside any cell
+# whose value is off the knob's default (two cells that differ in an axis
+# knob never share an id): every family's; every family's but those whose
+# CPU pairs set the cell (c2c: the pair, the policy, the pages and the size
+# name it); the families it applies to (OWN); none (CHANGED: only off its
+# default, as the knobs added to ids later, so that earlier ids stay).
+UNPAIRED, CHANGED = "unpaired", "changed"
 
 
 def group_text(group: int | str) -> str:
@@ -47,6 +64,66 @@ def group_text(group: int | str) -> str:
 def bytes_text(value) -> str:
     """A byte count as "256 B" or "4 KiB"; a word (auto, variant) as itself."""
     return size_text(value) if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
+# How the config writes values: sizes with a unit, chase groups as a size
+# or a page count, affinity by its aliases (each knob's `parse`).
+AFFINITY_ALIASES = {"compact": "close", "scatter": "spread"}
+GROUP_PAGE = 4096
+SIZE_UNITS = {
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+}
+
+
+def parse_size(value: int | str) -> int | str:
+    """Bytes from an int or a string with a unit; "auto" stays "auto"."""
+    if isinstance(value, int) or value == "auto":
+        return value
+    match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)", value)
+    if not match or match.group(2) not in SIZE_UNITS:
+        raise ValueError(f"not a size: {value!r}")
+    return int(float(match.group(1)) * SIZE_UNITS[match.group(2)])
+
+
+def parse_group(value: int | str) -> int | str:
+    """Bytes per chase group from an int, a size ("256KiB") or "N pages"
+    (4 KiB each); "full" stays "full"."""
+    if isinstance(value, int) or value == "full":
+        return value
+    match = re.fullmatch(r"([0-9]+)\s*pages?", value)
+    return int(match.group(1)) * GROUP_PAGE if match else parse_size(value)
+
+
+def canonical_affinity(value: str) -> str:
+    return AFFINITY_ALIASES.get(value, value)
+
+
+def path_safe(value: str) -> str:
+    """A value as a cell id's path holds it (a pair's `:` and a list's `,` are not safe)."""
+    return value.replace(":", "=").replace(",", "+")
+
+
+def group_id_text(group: int | str) -> str:
+    """A chase group as a cell id holds it: "256KiB", "full"."""
+    return group_text(group).replace(" ", "")
+
+
+@dataclass(frozen=True)
+class IdPart:
+    """How a cell id names an axis knob: its tag before the value ("t" of
+    "t4"), in which families' ids (EVERY, UNPAIRED, OWN, CHANGED), the
+    value's text, and whether it leads the id's axes (a c2c pair)."""
+
+    tag: str = ""
+    where: str = EVERY
+    text: Callable[[object], str] = str
+    lead: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,6 +156,17 @@ class Knob:
     axis: bool = True
     unit: str = ""
     formatter: Callable[[object], str] = str
+    # reads one value as the config writes it (a size with a unit, an alias)
+    parse: Callable[[object], object] | None = None
+    # how the cell id names it (None: an axis the id holds elsewhere, the
+    # variant beside the kernel; every other axis has one)
+    in_id: IdPart | None = None
+    # a family whose CPU pairs set its cells (c2c) has it set by the pair:
+    # its config may not write it, its ids do not name it
+    by_pair: bool = False
+    # its record column is one of the summary's cell columns (CELL_KEYS);
+    # the prefetch distance and the pair are not, as before the table
+    summarised: bool = True
 
     @property
     def config_key(self) -> str | None:
@@ -99,6 +187,22 @@ class Knob:
     def text(self, value) -> str:
         return self.formatter(value)
 
+    def value(self, written):
+        """One value as the cell holds it, from the config's text."""
+        return self.parse(written) if self.parse else written
+
+    def named_in_id(self, kernel: str, value) -> bool:
+        """Whether the id of a cell of `kernel` with `value` names it."""
+        traits = families.family(kernel)
+        if self.in_id is None or (traits.pairs and self.by_pair):
+            return False
+        where = self.in_id.where
+        always = where == EVERY or (where == UNPAIRED and not traits.pairs) or (where == OWN and self.applies(kernel))
+        return always or value != self.default
+
+    def id_text(self, value) -> str:
+        return path_safe(self.in_id.tag + self.in_id.text(value))
+
 
 # The chase's locality: bytes per group of lines visited in random order
 # (groups in random order), or "full" (one random cycle). 256 KiB = 64 pages
@@ -113,39 +217,43 @@ TABLE = (
     Knob("kernel", None, request="kernel", record="kernel", matched=True, axis=False, written_by=HARNESS),
     Knob("variant", "default", config="variants", request="variant", option="variant", record="variant", series=True,
          matched=True, written_by=HARNESS),
-    Knob("threads", 1, request="threads", option="threads", record="threads_requested", matched=True),
-    Knob("affinity", "none", request="affinity", option="affinity", record="affinity", series=True, matched=True),
+    Knob("threads", 1, request="threads", option="threads", record="threads_requested", matched=True,
+         in_id=IdPart("t", UNPAIRED), by_pair=True),
+    Knob("affinity", "none", request="affinity", option="affinity", record="affinity", series=True, matched=True,
+         parse=canonical_affinity, in_id=IdPart(where=UNPAIRED), by_pair=True),
     Knob("policy", "default", request="policy", option="policy", record="policy_requested", series=True,
-         matched=True),
+         matched=True, in_id=IdPart()),
     # "variant": the pages the variant declares (the request's `pages`)
     Knob("pages", "variant", request="pages_requested", option="pages", record="pages_requested", column="pages",
-         series=True, matched=True),
+         series=True, matched=True, in_id=IdPart()),
     Knob("init", "parallel", request="init", option="init", record="init", series=True, matched=True,
-         written_by=HARNESS),
+         written_by=HARNESS, in_id=IdPart(where=UNPAIRED)),
     Knob("size", "auto", request="size", option="size", record="size_requested", series=True, matched=True,
-         **_BYTES),
+         parse=parse_size, in_id=IdPart("s"), **_BYTES),
     # "variant": the distance the variant is built with
     Knob("prefetch_distance", "variant", request="prefetch_distance", option="prefetch-distance",
-         record="prefetch_distance_requested", matched=True, **_BYTES),
+         record="prefetch_distance_requested", matched=True, in_id=IdPart("pf", CHANGED), summarised=False, **_BYTES),
+    Knob("load_op", "triad", in_id=IdPart(where=OWN)),  # the request's ops (membench.plan.families: op_knob)
     Knob("load_delay", 0, request="load_delay", option="delay", record="load_delay_requested", matched=True,
-         unit="pause iterations"),
+         in_id=IdPart("d", OWN), unit="pause iterations"),
     Knob("chase_group", DEFAULT_CHASE_GROUP, request="chase_group", option="group", record="chase_group_requested",
-         matched=True, in_record=OWN, unit="bytes", formatter=group_text),
+         matched=True, in_record=OWN, parse=parse_group, in_id=IdPart("g", OWN, group_id_text), unit="bytes",
+         formatter=group_text),
     Knob("ntimes", 10, request="ntimes", option="ntimes", record="ntimes", matched=True, axis=False,
          unit="iterations", written_by=HARNESS),
     Knob("chase_spacing", DEFAULT_CHASE_SPACING, request="chase_spacing", option="spacing",
-         record="chase_spacing_requested", in_request=OWN, in_record=OWN, **_BYTES),
+         record="chase_spacing_requested", in_request=OWN, in_record=OWN, in_id=IdPart("sp", CHANGED), **_BYTES),
     Knob("sweep_from", 4096, request="sweep_from", option="sweep-from", record="sweep_from", axis=False,
-         written_by=HARNESS, **_BYTES),
+         written_by=HARNESS, parse=parse_size, **_BYTES),
     Knob("points_per_octave", 2, request="points_per_octave", option="points-per-octave", record="points_per_octave",
          axis=False, written_by=HARNESS),
-    Knob("load_op", "triad"),  # the request's ops (membench.plan.families: op_knob)
     Knob("repeats", 10, axis=False),
     Knob("features", None, request="features", record="features", configured=False, axis=False),
     # c2c: "<class>:<i>" (the i-th sampled pair of a locality class,
     # resolved from topology.json where it is measured) or "all"; the
     # config's `pairs` and `pair_classes` choose them (membench.plan.c2c_pairs)
-    Knob("pair", "", request="pair", record="pair_requested", in_request=OWN, configured=False, written_by=PAIRS),
+    Knob("pair", "", request="pair", record="pair_requested", in_request=OWN, configured=False, written_by=PAIRS,
+         in_id=IdPart("p", OWN, lead=True), summarised=False),
     Knob("pairs", "sample", axis=False),
     Knob("pair_classes", ("smt", "same_l2", "same_l3", "same_package", "other_package"), axis=False),
     Knob("pairs_per_class", 3, request="pairs_per_class", in_request=OWN, axis=False),
@@ -199,3 +307,41 @@ def family_fields() -> dict[str, str]:
 def series_columns() -> list[str]:
     """The record columns whose values tell series apart, in table order."""
     return [k.shown_as for k in TABLE if k.series]
+
+
+# What the plan stage derives from the table.
+
+
+def axes(configured: bool = False) -> list[Knob]:
+    """The axis knobs (an experiment's cells are the cross product of their
+    lists), in table order: the order cells sort in. configured: those the
+    config writes (the pair is chosen by `pairs`)."""
+    return [k for k in TABLE if k.axis and (k.configured or not configured)]
+
+
+def shared_fields() -> list[Knob]:
+    """The knobs a cell and its request both carry under one name (the
+    fields of membench.plan.request.Knobs), in table order."""
+    return [k for k in TABLE if k.request == k.name and (k.configured or k.axis)]
+
+
+def cell_settings(kernel: str) -> list[Knob]:
+    """The knobs a cell of `kernel` takes from its experiment as one value
+    (not an axis), where its request carries them (ntimes; c2c's samples)."""
+    return [k for k in shared_fields() if not k.axis and k.configured and k.default is not None
+            and (k.in_request == EVERY or k.applies(kernel))]  # fmt: skip
+
+
+def id_axes(cell) -> str:
+    """The axes part of a cell's id ("t4_close_default_4k_parallel_sauto"):
+    each knob its id names, by the knob's IdPart, in table order, the lead
+    first. Stored results are kept by it: tests/test_cell_ids_kept.py."""
+    named = [k for k in TABLE if k.in_id and k.named_in_id(cell.kernel, getattr(cell, k.name))]
+    named.sort(key=lambda k: not k.in_id.lead)
+    return "_".join(k.id_text(getattr(cell, k.name)) for k in named)
+
+
+def summary_columns() -> list[str]:
+    """The record columns of the axis knobs that name a cell's rows in the
+    summary (membench.analyse.stats.CELL_KEYS), in table order."""
+    return [k.shown_as for k in axes() if k.shown_as and k.summarised]

@@ -12,7 +12,7 @@ them for every family).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, make_dataclass
 
 from membench.plan import families, knobs, variants
 
@@ -22,35 +22,21 @@ DEFAULT_CHASE_SPACING = knobs.DEFAULT_CHASE_SPACING
 # Knobs in the request only where they apply to the family (added after the
 # others: other families' requests, and digests, stay as they were).
 WHERE_THEY_APPLY = knobs.request_only_where_they_apply()
-_DEFAULT = knobs.default
 
 
-@dataclass(frozen=True, kw_only=True)
-class Knobs:
-    """What a cell and its request both carry, as the config writes it
-    (threads may be "all", size may be "auto", policy may be "remote"):
-    the knobs the table (membench.plan.knobs) names alike in both, each
-    default the table's. Cell (membench.plan.grammar) and Request add what
-    is theirs alone."""
+def _shared_field(knob: knobs.Knob) -> tuple:
+    """A Knobs field: the knob's name and its default (none: the config must
+    give it, as the kernel)."""
+    return (knob.name, object) if knob.default is None else (knob.name, object, field(default=knob.default))
 
-    kernel: str
-    variant: str
-    threads: int | str
-    affinity: str
-    policy: str
-    init: str
-    size: int | str
-    ntimes: int
-    prefetch_distance: int | str = _DEFAULT("prefetch_distance")  # "variant": the binary's built-in distance
-    load_delay: int = _DEFAULT("load_delay")
-    sweep_from: int = _DEFAULT("sweep_from")
-    points_per_octave: int = _DEFAULT("points_per_octave")
-    chase_group: int | str = _DEFAULT("chase_group")
-    chase_spacing: int = _DEFAULT("chase_spacing")
-    pair: str = _DEFAULT("pair")
-    pairs_per_class: int = _DEFAULT("pairs_per_class")
-    c2c_samples: int = _DEFAULT("c2c_samples")
-    c2c_roundtrips: int = _DEFAULT("c2c_roundtrips")
+
+Knobs = make_dataclass("Knobs", [_shared_field(k) for k in knobs.shared_fields()], frozen=True, kw_only=True,
+                       namespace={"__module__": __name__})  # fmt: skip
+Knobs.__doc__ = """What a cell and its request both carry, as the config writes it
+(threads may be "all", size may be "auto", policy may be "remote"): one
+field per knob the table names alike in both (membench.plan.knobs.
+shared_fields), each default the table's. Cell (membench.plan.grammar) and
+Request add what is theirs alone."""
 
 
 @dataclass(frozen=True, kw_only=True)
