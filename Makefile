@@ -157,8 +157,10 @@ else ifeq ($(MAKECMDGOALS),compare)
 COMPARE_RC := $(shell \
   ( [ -n $(call quote,$(value BASE)) ] && [ -n $(call quote,$(value NEW)) ] \
     || { echo "usage: make compare BASE=<dir>[:system]|<bundle>|ref:<name> NEW=(as BASE) [OUT=compare] [THRESHOLD=2] [IGNORE=knob,...] [KEEP_DISTURBED=1]"; exit 2; }; \
-    $(MAKE) --no-print-directory -s $(STAMP) || exit 2; \
     base=$(call quote,$(value BASE)); new=$(call quote,$(value NEW)); out=$(call quote,$(value OUT)); \
+    [ -n "$$out" ] || { echo "make compare: OUT is empty; name the folder the comparison is written to (OUT=compare)"; exit 2; }; \
+    [ -d "$$out" ] || [ ! -e "$$out" ] || { echo "make compare: OUT=$$out: not a folder; name a new folder or an earlier comparison's"; exit 2; }; \
+    $(MAKE) --no-print-directory -s $(STAMP) || exit 2; \
     for side in base new; do eval "given=\$$$$side"; case "$$given" in (*.crate.zip) \
       rm -rf "$$out/$$side-bundle"; \
       $(BIN)/python workflow/scripts/run_bundle.py open "$$given" --dest "$$out/$$side-bundle" || exit 2; \
@@ -180,17 +182,21 @@ compare:
 # The run as one checkable archive, a Workflow Run RO-Crate (docs/bundle.md):
 # make bundle [BUNDLE=results/run.crate.zip]. make compare takes a bundle on
 # either side (BASE=run.crate.zip), checked and unpacked under OUT first.
-BUNDLE ?= $(if $(RESULTS),$(RESULTS)/results/run.crate.zip,results/run.crate.zip)
+# BUNDLE, CONFIG, RESULTS, NAME, ADDRESS and SYSTEM are taken as written
+# (given): a `$` in them is never expanded by make, and single quotes keep
+# the shell off, as for make compare.
+given = $(if $(filter command environment,$(firstword $(origin $(1)))),$(value $(1)),$($(1)))
+BUNDLE ?= $(if $(call given,RESULTS),$(call given,RESULTS)/results/run.crate.zip,results/run.crate.zip)
 bundle: $(STAMP)
-	$(BIN)/python workflow/scripts/run_bundle.py write --results $(call quote,$(if $(RESULTS),$(RESULTS)/results,results)) --config $(call quote,$(CONFIG)) --out $(call quote,$(BUNDLE))
+	$(BIN)/python workflow/scripts/run_bundle.py write --results $(call quote,$(if $(call given,RESULTS),$(call given,RESULTS)/results,results)) --config $(call quote,$(call given,CONFIG)) --out $(call quote,$(call given,BUNDLE))
 
 # A checked bundle as a published machine of the atlas (docs/bundle.md):
 # make reference BUNDLE=run.crate.zip NAME=slug ADDRESS=https://... [SYSTEM=s]
 # writes references/machines/NAME.yaml; refused (nothing written) for a
 # damaged bundle or a NAME the atlas has.
 reference: $(STAMP)
-	@[ -n $(call quote,$(NAME)) ] && [ -n $(call quote,$(ADDRESS)) ] || { echo "usage: make reference BUNDLE=run.crate.zip NAME=slug ADDRESS=https://where-it-is-published [SYSTEM=name]"; exit 2; }
-	$(BIN)/python workflow/scripts/run_bundle.py reference $(call quote,$(BUNDLE)) --name $(call quote,$(NAME)) --address $(call quote,$(ADDRESS)) $(if $(SYSTEM),--system $(call quote,$(SYSTEM)))
+	@[ -n $(call quote,$(call given,NAME)) ] && [ -n $(call quote,$(call given,ADDRESS)) ] || { echo "usage: make reference BUNDLE=run.crate.zip NAME=slug ADDRESS=https://where-it-is-published [SYSTEM=name]"; exit 2; }
+	$(BIN)/python workflow/scripts/run_bundle.py reference $(call quote,$(call given,BUNDLE)) --name $(call quote,$(call given,NAME)) --address $(call quote,$(call given,ADDRESS)) $(if $(call given,SYSTEM),--system $(call quote,$(call given,SYSTEM)))
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint

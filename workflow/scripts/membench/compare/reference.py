@@ -24,6 +24,7 @@ bundle also states (membench.compare.reference_entry), so the two read alike:
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -33,7 +34,8 @@ from membench.compare import match
 from membench.core import layout
 from membench.core.text import number
 from membench.findings.atlas import load_atlas
-from membench.store import collect
+from membench.store import bundle_check, collect
+from membench.store.stored import StoredRunsError
 
 STREAM_OPS = ("copy", "scale", "add", "triad")
 # Held against an all-reads number where the run has no all-reads mix, as the
@@ -51,6 +53,26 @@ NO_VERDICT = (
 
 class ReferenceError(ValueError):
     """A ref:NAME that cannot be used; str() is the one line to print."""
+
+
+def positive(value) -> bool:
+    """A number a ratio can be taken of: a real, finite, above 0."""
+    return type(value) in (int, float) and math.isfinite(value) and value > 0
+
+
+def _json_object(path: Path) -> dict | None:
+    """A results folder's system file or findings.json as a JSON object
+    (bundle_check.strict_json); None where absent; ReferenceError where it
+    is something else."""
+    if not path.is_file():
+        return None
+    try:
+        document = bundle_check.strict_json(path.read_bytes())
+    except bundle_check.Unusable as error:
+        raise ReferenceError(f"{path}: refused: {error}") from None
+    if type(document) is not dict:
+        raise ReferenceError(f"{path}: refused: a JSON {type(document).__name__}, not an object")
+    return document
 
 
 def known_names(atlas: list[dict]) -> list[str]:
@@ -89,8 +111,7 @@ def counterpart(reference_number: dict) -> tuple | str | None:
 
 
 def _findings(results: Path) -> dict | None:
-    path = results / "summary" / "findings.json"
-    return json.loads(path.read_text()) if path.is_file() else None
+    return _json_object(results / "summary" / "findings.json")
 
 
 def _best_cell(ok: pd.DataFrame, column: str) -> dict | None:
@@ -147,7 +168,7 @@ def _conditions_text(conditions: dict) -> str:
 
 
 def _system_file(path: Path) -> dict:
-    return json.loads(path.read_text()) if path.is_file() else {}
+    return _json_object(path) or {}
 
 
 def _run_conditions(results: Path, system: str, mine: dict) -> str:
@@ -165,6 +186,10 @@ def _rows(reference: dict, quantities: dict, results: Path, system: str, run_is_
         key = counterpart(published)
         mine = quantities.get(key) if key else None
         what = " ".join(str(published.get(k)) for k in ("kernel", "op") if published.get(k)) + f" {published['quantity']}"
+        if not positive(published.get("value")) or not positive((mine or {}).get("value", 1.0)):
+            which = f"published {published.get('value')!r}" if not positive(published.get("value")) else f"this run's {mine['value']!r}"
+            unheld.append(f"{what} {published.get('value')!r} {published['unit']}: {which} is not a positive finite number; no ratio")
+            continue
         if mine is None:
             why = "this run has no counterpart measured" if key else "membench has no counterpart quantity"
             unheld.append(f"{what} {published['value']} {published['unit']} ({published.get('statistic')}): {why}")
@@ -187,7 +212,20 @@ def _rows(reference: dict, quantities: dict, results: Path, system: str, run_is_
 
 def compare_with_reference(base: str, new: str, out: Path, atlas: list[dict] | None = None) -> dict:
     """One side ref:NAME, the other a results folder (or dir:system); writes
-    OUT/reference.json and OUT/reference.txt; returns the result."""
+    OUT/reference.json and OUT/reference.txt; returns the result. Any
+    failure is a ReferenceError (a bad input, exit 2), never a crash that
+    would read as a row got worse (exit 1)."""
+    if out.exists() and not out.is_dir():
+        raise ReferenceError(f"{out}: refused: a file, not a folder; OUT names the folder the comparison is written to")
+    try:
+        return _compare(base, new, out, atlas)
+    except (ReferenceError, match.SideError, StoredRunsError):
+        raise
+    except Exception as error:  # noqa: BLE001 - a published machine or a run that cannot be held: bad input
+        raise ReferenceError(f"{base} against {new}: refused: {type(error).__name__}: {' '.join(str(error).split())}") from None
+
+
+def _compare(base: str, new: str, out: Path, atlas: list[dict] | None) -> dict:
     if base.startswith("ref:") and new.startswith("ref:"):
         raise ReferenceError(f"{base} and {new}: two published machines; one side must be a run (a results folder or a bundle)")
     run_is_new = base.startswith("ref:")
@@ -202,9 +240,10 @@ def compare_with_reference(base: str, new: str, out: Path, atlas: list[dict] | N
     for system in systems:
         rows, unheld = _rows(reference, run_quantities(results, system), results, system, run_is_new)
         result["systems"].append({"system": system, "rows": rows, "not_held": unheld})
+    text = reference_text(result)
     out.mkdir(parents=True, exist_ok=True)
     (out / "reference.json").write_text(json.dumps(result, indent=1) + "\n")
-    (out / "reference.txt").write_text(reference_text(result))
+    (out / "reference.txt").write_text(text)
     return result
 
 

@@ -17,11 +17,12 @@ then."""
 
 from __future__ import annotations
 
-import json
+import math
 import re
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import jsonschema
 import yaml
@@ -33,7 +34,34 @@ from membench.store import bundle_check
 from membench.core.text import gib_text
 
 REFERENCES_SCHEMA = paths.SCHEMA_DIR / "references.schema.yaml"
-NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# A slug, matched whole (\Z: no trailing newline), of at most 64 characters;
+# references.schema.yaml says the same.
+NAME = re.compile(r"\A[a-z][a-z0-9_]{0,63}\Z")
+MAX_ADDRESS = 2000
+# The latest date a run can have ended (the end of year 9999): a later
+# last_end (1e300) is no date.
+LAST_MOMENT = 253402300799
+
+
+def name_problem(name: str) -> str | None:
+    if NAME.match(name or ""):
+        return None
+    shown = repr(name[:70]) + (f" ({len(name)} characters)" if len(name) > 70 else "")
+    return f"NAME={shown}: a slug of at most 64 lower-case letters, digits and _ (starting with a letter)"
+
+
+def address_problem(address: str) -> str | None:
+    """An https URL with a host, no whitespace or control character."""
+    try:
+        parts = urlsplit(address or "")
+        host = parts.hostname
+    except ValueError:
+        parts, host = None, None
+    if len(address or "") > MAX_ADDRESS or not address.isprintable() or any(c.isspace() for c in address) \
+            or parts is None or parts.scheme != "https" or not host:  # fmt: skip
+        return (f"ADDRESS={(address or '')[:80]!r}: the https:// address where the bundle is published, "
+                "with a host and no spaces (a reference names its source)")  # fmt: skip
+    return None
 
 
 def _vendor_and_isa(topology: dict) -> tuple[str | None, str | None]:
@@ -45,7 +73,7 @@ def _vendor_and_isa(topology: dict) -> tuple[str | None, str | None]:
 
 def _date(findings: dict | None, crate_date: str | None) -> str:
     last_end = ((findings or {}).get("records") or {}).get("last_end")
-    if last_end:
+    if type(last_end) in (int, float) and math.isfinite(last_end) and 0 < last_end <= LAST_MOMENT:
         return datetime.fromtimestamp(last_end, timezone.utc).strftime("%Y-%m-%d")
     return str(crate_date or datetime.now(timezone.utc).isoformat())[:10]
 
@@ -114,30 +142,34 @@ def refuse(what: str) -> bundle_check.BundleRefused:
 def entry_from_bundle(bundle: Path, name: str, address: str, findings_schema: Path, atlas_dir: Path,
                       system: str | None = None) -> dict:  # fmt: skip
     """The atlas document for the bundle (checked first), or BundleRefused."""
-    if not NAME.match(name or ""):
-        raise refuse(f"NAME={name!r}: a slug of lower-case letters, digits and _ (starting with a letter)")
+    problem = name_problem(name) or address_problem(address)
+    if problem:
+        raise refuse(problem)
     if (atlas_dir / f"{name}.yaml").exists():
         raise refuse(f"{atlas_dir / f'{name}.yaml'}: already exists; choose another NAME")
     taken = reference.known_names(reference.load_atlas(atlas_dir))
     if name in taken:
         raise refuse(f"NAME={name}: already a machine of the atlas (ref:{name}); choose another NAME")
-    if not address.startswith("https://"):
-        raise refuse(f"ADDRESS={address!r}: the https:// address where the bundle is published (a reference names its source)")
-    crate = bundle_check.check_bundle(bundle, findings_schema)
     with tempfile.TemporaryDirectory(prefix="membench-reference-") as unpacked:
-        results = bundle_check.open_bundle(bundle, Path(unpacked) / "run", findings_schema) / "results"
+        opened = bundle_check.open_bundle(bundle, Path(unpacked) / "run", findings_schema)
+        results, metadata = opened / "results", _object(bundle, opened / bundle_check.METADATA) or {}
+        if system is not None and system not in systems_in(results):
+            raise refuse(f"SYSTEM={system[:70]!r}: not a system of {bundle} ({', '.join(systems_in(results)) or 'none'})")
         systems = [system] if system else systems_in(results)
         if len(systems) != 1 or not layout.holds_runs(layout.system_dir(results, systems[0])):
             raise refuse(f"{bundle}: holds systems {', '.join(systems_in(results)) or 'none'}; pick one with SYSTEM=")
         picked = systems[0]
-        topology = json.loads(layout.topology_path(results, picked).read_text())
-        environment_path = layout.environment_path(results, picked)
-        environment = json.loads(environment_path.read_text()) if environment_path.is_file() else {}
-        findings_path = results / "summary" / "findings.json"
-        findings = json.loads(findings_path.read_text()) if findings_path.is_file() else None
+        topology = _object(bundle, layout.topology_path(results, picked), required=True)
+        environment = _object(bundle, layout.environment_path(results, picked)) or {}
+        findings = _object(bundle, results / "summary" / "findings.json")
         quantities = reference.run_quantities(results, picked)
-    date = _date(findings, crate.root_dataset.get("datePublished"))
+    root = next((e for e in metadata.get("@graph", []) if e.get("@id") == "./"), {})
+    date = _date(findings, root.get("datePublished"))
     numbers = number_entries(name, quantities, topology, environment, address, date)
+    unusable = next((n for n in numbers if not reference.positive(n["value"])), None)
+    if unusable:
+        raise refuse(f"{bundle}: {unusable['kernel']} {unusable['quantity']} is {unusable['value']} {unusable['unit']}, "
+                     "not a positive finite number: an atlas value must be one")  # fmt: skip
     if not numbers:
         raise refuse(f"{bundle}: no quantity a reference states (STREAM, an all-reads mix, idle or loaded latency)")
     findings_system = next((s for s in (findings or {}).get("systems", []) if s["system"] == picked), None)
@@ -151,6 +183,22 @@ def entry_from_bundle(bundle: Path, name: str, address: str, findings_schema: Pa
     problems = schema_problems(document)
     if problems:
         raise refuse(f"the entry breaks references.schema.yaml: {problems[0]}")
+    return document
+
+
+def _object(bundle: Path, path: Path, required: bool = False) -> dict | None:
+    """A system file or findings.json of the unpacked bundle: a JSON object
+    (bundle_check.strict_json), None where it is absent and not required."""
+    if not path.is_file():
+        if required:
+            raise refuse(f"{bundle}: {path.name} missing for the system taken")
+        return None
+    try:
+        document = bundle_check.strict_json(path.read_bytes())
+    except bundle_check.Unusable as error:
+        raise refuse(f"{bundle}: {path.name}: {error}") from None
+    if type(document) is not dict:
+        raise refuse(f"{bundle}: {path.name}: a JSON {type(document).__name__}, not an object")
     return document
 
 

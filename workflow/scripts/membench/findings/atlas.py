@@ -8,7 +8,10 @@ by its features", "another machine") and with the conditions that differ
 (a 16-vCPU guest against a whole socket). A bandwidth is held like with
 like: at the same core count, or per core between similar core counts;
 otherwise it is "not comparable" and has no ratio. A value from one run
-is never held against anything.
+is never held against anything, nor a value that is not a positive finite
+number on either side (0, a negative, NaN: an atlas entry written by hand
+or an older make reference): that reference is "not comparable", said
+with why, never a division by zero in every report.
 """
 
 from __future__ import annotations
@@ -34,6 +37,16 @@ NEAREST = 3  # references shown when nothing shares the CPU model
 
 def load_atlas(folder: Path = ATLAS_DIR) -> list[dict]:
     return [yaml.safe_load(p.read_text()) for p in sorted(folder.glob("*.yaml"))] if folder.is_dir() else []
+
+
+def positive(value) -> bool:
+    """A number a ratio or its logarithm can be taken of."""
+    return type(value) in (int, float) and math.isfinite(value) and value > 0
+
+
+def _number(value) -> float:
+    """A value as a float to show (NaN where it is no number)."""
+    return float(value) if type(value) in (int, float) else math.nan
 
 
 def generation_of_flags(cpu_model: str, flags: list[str]) -> str | None:
@@ -103,14 +116,19 @@ def like_with_like(mine: dict, reference_value: float, cores: int | None, number
 
 def _candidate(source: dict, system: dict, number: dict, how: str, mine: dict, what: str, context: dict) -> dict:
     virtualised = bool(context["environment"].get("virtualized"))
-    if what == "idle latency":  # a latency is not shared among cores: held as it is
+    if not positive(number.get("value")) or not positive(mine.get("value")):
+        which = "the reference's" if not positive(number.get("value")) else "this run's"
+        compared = {"ratio": None, "this_compared": _number(mine.get("value")), "reference_compared": _number(number.get("value")),
+                    "compared_unit": number.get("unit", "?"), "basis": f"not comparable: {which} value is not a positive number"}  # fmt: skip
+    elif what == "idle latency":  # a latency is not shared among cores: held as it is
         compared = {"ratio": mine["value"] / number["value"], "this_compared": mine["value"], "reference_compared": number["value"],
                     "compared_unit": number["unit"], "basis": "idle latency against the reference's unloaded latency"}  # fmt: skip
     else:
         compared = like_with_like(mine, number["value"], reference_cores(system, number), number, virtualised)
     return {
         "reference": source.get("reference", ""), "system": system["id"], "description": system["description"],
-        "match": how, "what": what, "this_value": mine["value"], "reference_value": number["value"], "unit": number["unit"],
+        "match": how, "what": what, "this_value": _number(mine.get("value")), "reference_value": _number(number.get("value")),
+        "unit": number.get("unit", "?"),
         **compared, "conditions": _conditions(system, number, context["topology"], virtualised),
         "source": number.get("address") or source.get("address") or "", "date": str(source.get("date", "")),
     }  # fmt: skip
@@ -118,8 +136,9 @@ def _candidate(source: dict, system: dict, number: dict, how: str, mine: dict, w
 
 def _nearness(candidate: dict) -> tuple:
     """Comparable first, bandwidth before latency, nearest in value first."""
-    return (candidate["ratio"] is None, candidate["what"] == "idle latency",
-            abs(math.log(candidate["this_value"] / candidate["reference_value"])))  # fmt: skip
+    this, theirs = candidate["this_value"], candidate["reference_value"]
+    apart = abs(math.log(this / theirs)) if positive(this) and positive(theirs) else math.inf
+    return (candidate["ratio"] is None, candidate["what"] == "idle latency", apart)
 
 
 def references_beside(topology: dict, environment: dict, read: dict | None, idle: dict | None,
