@@ -14,7 +14,7 @@ from membench.analyse.stats import CELL_KEYS, problem_cells, summarise_cells, un
 
 
 def write_summaries(
-    measurements: list[str], cells_out: str, problems_out: str, modes_out: str,
+    measurements: list[str], cells_out: str, problems_out: str, modes_out: str | None,
     c2c_classes_out: str | None = None, c2c_pairs_out: str | None = None,
 ) -> None:  # fmt: skip
     table = read_measurements(measurements, without=("memory_nodes",))
@@ -26,5 +26,6 @@ def write_summaries(
     if c2c_pairs_out:
         write_text_atomic(Path(c2c_pairs_out), c2c_summary.pair_table(quiet).to_csv(index=False))
     write_text_atomic(Path(cells_out), summarise_cells(table).to_csv(index=False))
-    write_text_atomic(Path(modes_out), modes_table(quiet, CELL_KEYS).to_csv(index=False))
+    if modes_out:  # a round's planning leaves them out: modes change a finding's words, never whether it is decided
+        write_text_atomic(Path(modes_out), modes_table(quiet, CELL_KEYS).to_csv(index=False))
     write_text_atomic(Path(problems_out), problem_cells(table).to_csv(index=False))

@@ -76,7 +76,12 @@ def _runs_of(runs: pd.DataFrame, cell: str, op, column: str) -> pd.Series:
     mine = runs[runs["cell"] == cell]
     if op is not None and not (isinstance(op, float) and math.isnan(op)) and "op" in mine:
         mine = mine[mine["op"] == op]
-    return mine[column].dropna().astype(float) if column in mine else pd.Series(dtype=float)
+    if column not in mine:
+        return pd.Series(dtype=float)
+    values = mine[column].astype(float)
+    if "repeat" in mine:  # each run's round: arms measured in the same rounds are compared round by round
+        values.index = pd.Index(mine["repeat"], name=evidence.ROUND)
+    return values.dropna()
 
 
 def _ops(cells: pd.DataFrame) -> list:

@@ -20,6 +20,15 @@ processes). The rules, in one place:
 - An effect B/A is the ratio of geometric means with a 95 % interval from
   Welch's t on the logarithms and Hsu's degrees of freedom, min(n) - 1
   (conservative at small, unequal n, where Welch-Satterthwaite's are not).
+  Where both arms were measured in the same rounds (values indexed by
+  ROUND, and at least PAIRED_SHARE of the smaller arm's runs have a
+  partner), the interval is the paired t on each round's log ratio
+  instead, with df = pairs - 1: a round measures both arms within seconds
+  in shuffled order, so what moves a whole round (a host that moves the
+  vCPUs, a neighbour's burst) moves both arms and cancels in the ratio.
+  Without such drift the paired interval is as wide as Welch's at equal
+  n; with it, narrower. Which one is used depends on the design (which
+  rounds hold both arms), never on the values.
   The interval wholly inside +/-MARGIN is `same`; otherwise one that
   excludes 1 is `better` or `worse`; anything else is undecided. `verdict`
   below is make compare's rule too (membench.compare.verdicts imports it
@@ -39,11 +48,16 @@ import math
 from contextlib import contextmanager
 
 import numpy as np
+import pandas as pd
 from scipy import special  # Student's t by its special functions: scipy.stats' values, without its ~1 s import
 
 from membench.core.text import percent, percent_span
 
 MIN_RUNS = 3
+# The index name of values that carry their round (the record's `repeat`):
+# two arms measured in the same rounds are compared round by round.
+ROUND = "round"
+PAIRED_SHARE = 2 / 3
 DECIDE_SPREAD = 0.10
 MARGIN = 0.02  # "the same": make compare's default threshold (Makefile THRESHOLD ?= 2, in percent)
 CHANGE_FALSE_ALARM = 0.05  # the interval's two tails
@@ -148,6 +162,25 @@ def effect_bound(low: float, high: float) -> float | None:
     return max(1 - low, high - 1)
 
 
+def paired_logs(base, new) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each shared round's log values of both arms, where both arms are
+    indexed by ROUND and enough of the smaller arm's runs have a partner
+    (module doc); None otherwise (the arms are then compared unpaired)."""
+    if not all(isinstance(x, pd.Series) and x.index.name == ROUND for x in (base, new)):
+        return None
+    a, b = (x.astype(float)[x.astype(float) > 0].groupby(level=0).median() for x in (base, new))
+    shared = a.index.intersection(b.index)
+    if len(shared) < MIN_RUNS or len(shared) < PAIRED_SHARE * min(len(a), len(b)):
+        return None
+    return np.log(a[shared].to_numpy()), np.log(b[shared].to_numpy())
+
+
+def paired(base_log: np.ndarray, new_log: np.ndarray) -> tuple[float, float, float]:
+    """(mean log ratio, its standard error, df) of paired log values."""
+    diff = new_log - base_log
+    return float(diff.mean()), float(np.std(diff, ddof=1) / math.sqrt(diff.size)), diff.size - 1
+
+
 def _no_effect(n: list[int], ratio: float | None, status: str) -> dict:
     return {"value": ratio, "unit": "x", "n": n, "interval": None, "interval_kind": None, "decided": False,
             "status": status, "answer": "undecided", "margin": MARGIN, "false_alarm": None, "effect_bound": None}  # fmt: skip
@@ -164,6 +197,12 @@ def effect(base, new, higher_is_better: bool = True) -> dict:
     d, se, df, _ = welch(np.log(a), np.log(b))
     if min(n) < MIN_RUNS:
         return _no_effect(n, math.exp(d), runs_needed_text(MIN_RUNS - min(n), per_arm=True))
+    pairs = paired_logs(base, new)
+    if pairs is not None:
+        d, se, df = paired(*pairs)
+        how = f"paired t on the log ratios of the {df + 1} rounds that measured both arms, df = {df}"
+    else:
+        how = f"Welch's t on logs with Hsu's df = {min(n) - 1}"
     count = _LOOKS.get()
     level = 1 - CHANGE_FALSE_ALARM / count  # each look's share of the rate (1 look: 95 %)
     low, high = (math.exp(x) for x in interval(d, se, df, level))
@@ -176,7 +215,7 @@ def effect(base, new, higher_is_better: bool = True) -> dict:
         "unit": "x",
         "n": n,
         "interval": [low, high],
-        "interval_kind": f"{percent(level, 0 if count == 1 else 1, spaced=False)} interval{over}, Welch's t on logs with Hsu's df = {min(n) - 1}",
+        "interval_kind": f"{percent(level, 0 if count == 1 else 1, spaced=False)} interval{over}, {how}",
         "decided": decided,
         "status": "decided" if decided else f"undecided at n={min(n)}",
         "answer": answer,

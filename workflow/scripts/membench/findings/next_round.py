@@ -17,6 +17,7 @@ measurements.
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 from pathlib import Path
 
@@ -61,10 +62,11 @@ def findings_so_far(files: list[str], config: dict, system: str, topology: str, 
         measurements = layout.measurements_path(work, system)
         measurements.parent.mkdir(parents=True)
         collect_runs(files, str(measurements), topology)
-        names = {k: str(work / f"{k}.csv") for k in ("cells", "problems", "modes", "c2c_classes", "c2c_pairs")}
+        names = {k: str(work / f"{k}.csv") for k in ("cells", "problems", "c2c_classes")}
+        # no modes and no c2c pairs: they change a finding's words, never whether it is decided
         write_summaries(measurements=[str(measurements)], cells_out=names["cells"], problems_out=names["problems"],
-                        modes_out=names["modes"], c2c_classes_out=names["c2c_classes"], c2c_pairs_out=names["c2c_pairs"])  # fmt: skip
-        derived = write_answers(config=config, cells_csv=names["cells"], problems_csv=names["problems"], modes_csv=names["modes"],
+                        modes_out=None, c2c_classes_out=names["c2c_classes"])  # fmt: skip
+        derived = write_answers(config=config, cells_csv=names["cells"], problems_csv=names["problems"], modes_csv=None,
                                 c2c_classes_csv=names["c2c_classes"], measurements=[str(measurements)],
                                 system_files={system: {"topology": topology, "environment": environment}},
                                 findings_out=str(work / "findings.json"), findings_csv_out=str(work / "findings.csv"),
@@ -123,6 +125,41 @@ def choose(findings: dict, system: str, costs: dict[str, float], left_s: float |
     return chosen, said + (f"; left out for the budget: {', '.join(left_out)}" if left_out else "")
 
 
+# A look at the findings costs seconds (collect, summaries, findings: about
+# 4 s here for the default config); rounds of a few cells measure less than
+# that. A plan therefore holds for the rounds after it until they have
+# measured LOOK_SHARE x its own cost (at most MAX_AHEAD rounds), and the
+# findings are looked at again after them: fewer looks, each worth more.
+LOOK_SHARE = 2.0
+MAX_AHEAD = 4
+
+
+def rounds_ahead(planning_s: float, round_s: float) -> int:
+    """How many more rounds a plan holds for (module constants)."""
+    if round_s <= 0:
+        return 0
+    return max(0, min(MAX_AHEAD, math.ceil(LOOK_SHARE * planning_s / round_s) - 1))
+
+
+def continued(previous: dict | None, round_index: int, manifests: list[str], budget_s: float | None,
+              may_repeat=lambda cell: True) -> tuple[list[str], str, dict] | None:
+    """The previous round's plan, held for this round (rounds_ahead), when
+    it says so, every one of its cells may have another repetition and
+    the budget holds its expected seconds; None: look at the findings."""
+    if not previous or not previous.get("requests") or int(previous.get("ahead_until", -1)) < round_index:
+        return None
+    cells = list(dict.fromkeys(r["cell"] for r in previous["requests"]))
+    spent = spent_seconds(manifests)
+    expected = float(previous.get("expected_s", 0.0))
+    if not all(may_repeat(cell) for cell in cells) or (budget_s is not None and spent + expected > budget_s):
+        return None
+    looked = previous.get("why_looked", previous["why"])
+    why = f"{looked} (the plan of round {previous.get('looked_at', previous['round'])}'s look at the findings, held)"
+    numbers = {k: previous[k] for k in ("decided", "findings", "expected_s", "ahead_until", "looked_at") if k in previous}
+    numbers["why_looked"] = looked
+    return cells, why, {**numbers, "spent_s": spent, "budget_s": budget_s}
+
+
 def plan(manifests: list[str], config: dict, system: str, topology: str, environment: str,
          budget_s: float | None, may_repeat=lambda cell: True) -> tuple[list[str], str, dict]:
     """(cells to measure next, why, the numbers behind it); may_repeat: see choose."""
@@ -132,7 +169,9 @@ def plan(manifests: list[str], config: dict, system: str, topology: str, environ
     if left is not None and left <= 0:
         return [], f"the budget is spent ({spent:.0f} of {budget_s:.0f} s)", {"spent_s": spent, "budget_s": budget_s}
     findings = findings_so_far(files, config, system, topology, environment)
-    cells, why = choose(findings, system, cell_seconds(files, manifests), left, may_repeat)
+    costs = cell_seconds(files, manifests)
+    cells, why = choose(findings, system, costs, left, may_repeat)
     decided = sum(1 for f in findings["findings"] if f["system"] == system and f.get("decided"))
     total = sum(1 for f in findings["findings"] if f["system"] == system)
-    return cells, why, {"spent_s": spent, "budget_s": budget_s, "decided": decided, "findings": total}
+    expected = sum(costs.get(cell, 0.0) for cell in cells)
+    return cells, why, {"spent_s": spent, "budget_s": budget_s, "decided": decided, "findings": total, "expected_s": expected}
