@@ -18,7 +18,8 @@ from membench import __version__
 from membench.core import last_words, layout, manifests, measured_with
 from membench.core import run_lock, run_start
 from membench.plan import budget, c2c_pairs, figure_kinds, node_pairs, rounds, variants
-from membench.plan import checks, config_limits
+from membench.plan import checks, config_limits, first_answer
+from membench.probe import estimate_host
 from membench.plan import grammar
 
 
@@ -62,6 +63,11 @@ try:
 except grammar.ConfigError as error:
     raise WorkflowError(str(error)) from None
 SYSTEMS = grammar.system_names(CONFIG)
+# A budget too small for every cell's fixed rounds measures a first answer
+# and what else fits; the rest is left out, said here and in the findings.
+CONFIG = first_answer.with_left_out(
+    CONFIG, CELLS, estimate_host.this_host(VARIANTS, Path("results"), SYSTEMS)
+)
 # A run that only reads (-n, --summary): nothing written, deleted or held
 # (membench.core.run_start).
 READ_ONLY = run_lock.read_only(sys.argv[1:])

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from membench.core import layout
 from membench.findings import next_round
-from membench.plan import budget, checks, config_limits, estimate, grammar, rounds, variants
-from membench.probe import topology
+from membench.plan import budget, checks, config_limits, estimate, first_answer, grammar, rounds, variants
+from membench.probe import estimate_host
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,18 +63,6 @@ def budget_spent(config: dict, cells, table: dict, results: Path, systems: list[
     return spent
 
 
-def this_host(table: dict, results: Path, systems: list[str]) -> estimate.Host:
-    """The model's host: the topology the run's probe stored for its first
-    system, else this machine's own (read from sysfs, as the probe will)."""
-    stored = layout.topology_path(results, systems[0])
-    try:
-        topo = json.loads(stored.read_text())
-        cpus = len(topo.get("cpus") or []) or len(os.sched_getaffinity(0))
-    except (OSError, ValueError):
-        topo, cpus = topology.read_topology(), len(os.sched_getaffinity(0))
-    return estimate.host_from(table, cpus, topology.llc_total_bytes(topo))
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--configfile", default=str(REPO / "config" / "config.yaml"))
@@ -95,15 +83,20 @@ def main(argv=None) -> int:
     cores = len(os.sched_getaffinity(0)) if args.cores == "all" else int(args.cores)
     systems = grammar.system_names(config)
     results = Path(args.directory) / "results"
+    host = estimate_host.this_host(table, results, systems)
+    config = first_answer.with_left_out(config, cells, host)  # as the workflow plans it
     left = stored_left(cells, results, systems) if args.left else None
     stored = stored_seconds(cells, results, systems) if args.left else None
     spent = budget_spent(config, cells, table, results, systems) if args.left else 0.0
-    plan = estimate.estimate(cells, cores, this_host(table, results, systems), left, stored=stored, config=config, spent_s=spent)
+    plan = estimate.estimate(cells, cores, host, left, stored=stored, config=config, spent_s=spent)
     heading = (
         f"Still to measure ({', '.join(systems)}), by the model:" if args.left
         else f"make run will measure {args.configfile} on {', '.join(systems)} ({cores} core{'s' * (cores != 1)}):"
     )
     print("\n".join(estimate.lines(plan, heading)))
+    left_out = first_answer.left_out_line(config, cells)
+    if left_out:
+        print(left_out)
     return 0
 
 

@@ -109,6 +109,16 @@ def experiment_finding(name: str, spec: dict, system: str, cells, runs, modes, d
     return {"system": system, "experiment": name, "kernel": kernel, **found}
 
 
+def _left_out_text(config: dict, experiment: str) -> str | None:
+    """What a budget too small for every cell left out of this experiment
+    (membench.plan.first_answer), or None."""
+    out = [cell for cell in config.get(budget.LEFT_OUT) or () if cell.split("/", 1)[0] == experiment]
+    if not out:
+        return None
+    return (f"{len(out)} cell{'s' * (len(out) != 1)} left out for the budget ({budget.seconds(config.get('budget')):.0f} s: "
+            "a first answer; a larger BUDGET measures them)")
+
+
 def all_disturbed(cells: pd.DataFrame) -> set[str]:
     """"bandwidth" / "latency" where cells of that kind ran but every ok run was marked disturbed."""
     out = set()
@@ -217,7 +227,11 @@ def _findings_and_sections(config, cells, problems, systems, measurements, modes
         rows = headline_rows(headline, runs, idle, all_disturbed(cells[cells["system"] == system]), ok_runs)
         verdicts = {v["experiment"]: v for v in headline["verdicts"]}
         for name, spec in config["experiments"].items():
+            left_out = _left_out_text(config, name)
             if name not in verdicts:
+                if left_out:
+                    found.append({"system": system, "experiment": name, "kernel": spec["kernel"], "line": left_out,
+                                  **answers.finding(families.family(spec["kernel"]).paper, None, [], left_out)})  # fmt: skip
                 continue
             one = experiment_finding(name, spec, system, cells, runs, modes, derived, c2c_classes,
                                      systems[system].get("topology", {}), idle)  # fmt: skip
@@ -225,7 +239,7 @@ def _findings_and_sections(config, cells, problems, systems, measurements, modes
             one["beside_paper"] = paper_numbers.beside(one, papers, _versions(cells, name, system), level)
             verdict = verdicts[name]
             one.update(cell_count=verdict["cells"], alert=verdict["alert"], link=verdict["link"],
-                       line="; ".join(t for t in (one["text"], verdict["text"]) if t))  # fmt: skip
+                       line="; ".join(t for t in (one["text"], verdict["text"], left_out) if t))  # fmt: skip
             found.append(one)
         references = atlas.references_beside(systems[system].get("topology", {}), systems[system].get("environment", {}),
                                              _read_bandwidth(cells[cells["system"] == system], rows), _idle(rows))  # fmt: skip

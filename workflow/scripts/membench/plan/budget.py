@@ -32,10 +32,18 @@ def seconds(value) -> float | None:
     return float(match[1]) * UNITS[match[2] or ""]
 
 
+# The config key under which the workflow records the cells a budget too
+# small for every cell's fixed rounds leaves out (membench.plan.first_answer);
+# set on the parsed config, never by a user (the schema has no such key).
+LEFT_OUT = "_left_out_for_budget"
+
+
 def fixed_repeats(cell: Cell, config: dict) -> int:
     """The rounds that measure this cell whatever the findings say."""
     if seconds(config.get("budget")) is None:
         return cell.repeats
+    if cell.id in (config.get(LEFT_OUT) or ()):
+        return 0
     return min(cell.repeats, int(config.get("min_repeats", 3)))
 
 

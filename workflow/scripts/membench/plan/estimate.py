@@ -145,7 +145,8 @@ def estimate(
         reps = fixed if left is None else max(0, left.get(cell.id, 0) - (cell.repeats - fixed))
         n_cells, n_reps, seconds = experiments.get(cell.experiment, (0, 0, 0.0))
         each = model_seconds(cell, host) * pace.get(cell.kernel, 1.0)
-        experiments[cell.experiment] = (n_cells + 1, n_reps + reps, seconds + reps * each)
+        counted = fixed > 0 or cell.repeats == 0  # a cell a budget left out is not measured
+        experiments[cell.experiment] = (n_cells + counted, n_reps + reps, seconds + reps * each)
         planned += (cell.repeats - fixed) * each
     binaries = len(Counter((c.kernel, c.variant) for c in cells))
     rounds = sum(seconds for _, _, seconds in experiments.values())
@@ -153,7 +154,7 @@ def estimate(
     said = ""
     if limit is not None:
         extra = min(planned, max(0.0, limit - spent_s - rounds))
-        said = (f"budget {duration(limit)}: the first {budget.fixed_rounds(cells, config)} rounds measure every cell "
+        said = (f"budget {duration(limit)}: the first {budget.fixed_rounds(cells, config)} rounds measure every cell kept "
                 f"(about {duration(rounds)}{', over the budget' if rounds > limit else ''}), then up to "
                 f"{duration(extra)} of rounds that measure only what undecided findings rest on")  # fmt: skip
         rounds += extra
