@@ -1,0 +1,84 @@
+"""A minute for a first answer (issue 51): a budget too small for every
+cell's fixed rounds measures the idle latency and each experiment at each
+thread count first, leaves the rest out and says so; and a plan holds
+for the rounds after it while they cost less than looking again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from membench.findings import next_round
+from membench.plan import budget, checks, estimate, first_answer, variants
+
+REPO = Path(__file__).resolve().parents[1]
+TABLE = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+# the 2-vCPU guests of this project: 16 MiB of L3
+HOST = estimate.host_from(TABLE, 2, 16 * 2**20)
+
+
+def default_config(budget_text: str | None):
+    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    if budget_text is None:
+        raw.pop("budget", None)
+    else:
+        raw["budget"] = budget_text
+    return checks.load(raw, SCHEMA, TABLE)
+
+
+def test_sixty_seconds_keep_the_idle_latency_and_stream_at_one_and_all_threads():
+    config, cells = default_config("60s")
+    out = set(first_answer.left_out(cells, config, HOST))
+    kept = [c for c in cells if c.id not in out]
+    assert out, "the default config's fixed rounds do not fit a minute: something is left out"
+    latency = [c for c in kept if c.experiment == "latency"]
+    assert latency and latency[0].pages == "4k"
+    stream = {str(c.threads) for c in kept if c.experiment == "stream_affinity"}
+    assert stream == {"1", "all"}
+    seconds = sum(budget.fixed_repeats(c, {**config, budget.LEFT_OUT: sorted(out)}) * estimate.model_seconds(c, HOST)
+                  for c in cells)  # fmt: skip
+    assert seconds <= 60
+
+
+def test_a_budget_that_holds_every_cell_or_no_budget_leaves_nothing_out():
+    for text in ("30m", None):
+        config, cells = default_config(text)
+        assert first_answer.left_out(cells, config, HOST) == []
+        assert first_answer.left_out_line(first_answer.with_left_out(config, cells, HOST), cells) is None
+
+
+def test_a_left_out_cell_gets_no_fixed_rounds_and_the_line_names_it():
+    config, cells = default_config("60s")
+    config = first_answer.with_left_out(config, cells, HOST)
+    out = set(config[budget.LEFT_OUT])
+    assert all(budget.fixed_repeats(c, config) == 0 for c in cells if c.id in out)
+    assert all(budget.fixed_repeats(c, config) == 2 for c in cells if c.id not in out)
+    line = first_answer.left_out_line(config, cells)
+    assert "left out for the budget" in line and "readonly_ladder" in line
+
+
+def test_make_run_says_what_the_budget_leaves_out_before_it_starts(tmp_path):
+    said = subprocess.run([sys.executable, str(REPO / "workflow" / "scripts" / "study_estimate.py"), "--configfile",
+                           str(REPO / "config" / "config.yaml"), "--budget", "60s", "--directory", str(tmp_path)],
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert "left out for the budget" in said and "every cell kept" in said
+
+
+def test_a_plan_holds_while_its_rounds_cost_less_than_a_look(tmp_path):
+    assert next_round.rounds_ahead(4.0, 3.0) == 2  # 8 s of measuring between looks
+    assert next_round.rounds_ahead(4.0, 20.0) == 0  # a round costs more than a look: look every round
+    assert next_round.rounds_ahead(30.0, 0.5) == next_round.MAX_AHEAD
+    manifest = tmp_path / "a2.json"
+    manifest.write_text(json.dumps({"seconds": 50.0}))
+    previous = {"round": 2, "requests": [{"cell": "x/a"}, {"cell": "x/b"}], "why": "2 cells for 1 undecided findings",
+                "expected_s": 3.0, "ahead_until": 4, "looked_at": 2, "decided": 3, "findings": 8}  # fmt: skip
+    held = next_round.continued(previous, 3, [str(manifest)], 60.0)
+    assert held is not None and held[0] == ["x/a", "x/b"] and "held" in held[1]
+    assert next_round.continued(previous, 5, [str(manifest)], 60.0) is None  # past ahead_until: look again
+    assert next_round.continued(previous, 3, [str(manifest)], 52.0) is None  # the budget would not hold it
+    assert next_round.continued(previous, 3, [str(manifest)], 60.0, may_repeat=lambda c: c != "x/b") is None
