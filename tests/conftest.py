@@ -16,6 +16,8 @@ sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 from membench.core import layout  # noqa: E402
 from membench.plan import checks, variants  # noqa: E402
 
+import quiet_summary  # noqa: E402  (tests/, beside this file)
+
 # What a copy of the workflow needs to run somewhere else.
 WORKFLOW_PARTS = ["Snakefile", "workflow", "kernels", "reports", "profiles", "config", "envs"]
 
@@ -190,8 +192,11 @@ def lists_options(tmp_path_factory, stream_binary) -> str:
 # one unit of work, so its module fixture (a measured study) is made once.
 # Tests marked `quiet` need the machine to themselves: make test runs them
 # afterwards, alone.
+# At the end, how many of the quiet tests skipped and why; CI
+# (MEMBENCH_REQUIRE_QUIET=1) fails when more than half did (tests/quiet_summary.py).
 def pytest_configure(config):
     config.addinivalue_line("markers", "quiet: measures and needs the machine to itself (run after the parallel part)")
+    quiet_summary.register(config)
 
 
 # The longest files first (seconds in a parallel run on the 2-vCPU guest),
