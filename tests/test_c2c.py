@@ -371,3 +371,18 @@ def test_the_c2c_answer_flags_the_class_and_keeps_one_and_two_transfer_ops_apart
     assert "FLAG" not in latency_answers.c2c_answer(classes, runs)["text"]
     assert c2c_summary.memory_by_system(pd.DataFrame([{"system": "s", "placement": "interleave", "ns": 130.0},
                                                       {"system": "s", "placement": "local", "ns": 119.5}])) == {"s": 119.5}  # fmt: skip
+
+
+def test_a_study_whose_every_c2c_cell_was_skipped_still_summarises():
+    """A first answer within a small budget kept one c2c class this host
+    lacks: every record skipped, no measured column at all (a default run
+    with BUDGET=60s stopped in analyse on KeyError 'handoff_ns')."""
+    from membench.analyse import c2c_summary
+
+    skipped = pd.DataFrame([{"system": "vm", "experiment": "cache_to_cache", "variant": "default", "op": op,
+                             "kernel": "c2c", "status": "skipped", "reason": "no SMT siblings", "pair_class": "smt",
+                             "cell": "cache_to_cache/c2c-default/psmt=0_default_variant_s8388608"}
+                            for op in ("cas", "clean")])  # fmt: skip
+    classes = c2c_summary.class_table(skipped)
+    assert len(classes) == 2 and (classes["records"] == 0).all() and (classes["n_skipped"] == 1).all()
+    assert c2c_summary.pair_table(skipped).empty

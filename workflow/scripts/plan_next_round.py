@@ -43,6 +43,7 @@ study = rounds.RoundInputs(config, cells, table).adaptive_study(system, round_in
     "system": system, "round": round_index, "shuffle_seed": config["shuffle_seed"], "requests": []}
 study.update(why=why, **numbers)
 write_text_atomic(snakemake.output[0], json.dumps(study, sort_keys=True))
-line = f"{system} round {round_index}, planned: " + (f"measures {why}" if study["requests"] else f"nothing to measure: {why}; the run ends")
+tally = f" ({numbers['decided']} of {numbers['findings']} findings decided)" if "findings" in numbers else ""
+line = f"{system} round {round_index}, planned{tally}: " + (f"measures {why}" if study["requests"] else f"nothing to measure: {why}; the run ends")
 print(line, file=sys.__stderr__, flush=True)
 print(line, file=sys.stderr)

@@ -51,7 +51,9 @@ CLASS_ORDER = {name: i for i, name in enumerate(CLASSES)}
 def c2c_records(table: pd.DataFrame) -> pd.DataFrame:
     if table.empty or "kernel" not in table or "pair_class" not in table:
         return pd.DataFrame(columns=READ_COLUMNS)
-    return table[table["kernel"].isin(families.named(lambda f: f.pairs))]
+    records = table[table["kernel"].isin(families.named(lambda f: f.pairs))]
+    # every c2c cell skipped (a class this host lacks): no measured column at all
+    return records.reindex(columns=list(dict.fromkeys([*records.columns, *READ_COLUMNS])))
 
 
 def class_table(table: pd.DataFrame) -> pd.DataFrame:

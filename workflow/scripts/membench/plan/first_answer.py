@@ -8,8 +8,9 @@ A first answer, by the model's seconds (membench.plan.estimate: a
 stated model, the same on every parse of the same host, so a rerun plans
 the same rounds): first the idle latency (each latency experiment's first
 cell), then each other experiment's first cell at each of its thread
-counts (one-thread and all-thread STREAM in the default config), in the
-config's order; then every other cell in the config's order. A cell is
+counts (one-thread and all-thread STREAM in the default config; every
+locality class of a cache-to-cache experiment), the cheapest first, so
+that the budget answers as many experiments as it can; then every other cell in the config's order. A cell is
 of the first answer is kept while the fixed rounds' seconds stay within
 the budget, any other while they stay within half of it (the other half is
 for the rounds that decide); the first cell is kept whatever it costs.
@@ -28,7 +29,8 @@ def _first_cells(cells: list[Cell]) -> list[Cell]:
     firsts = [next(c for c in cells if c.experiment == name) for name in dict.fromkeys(c.experiment for c in cells) if name in latency]
     seen: set[tuple[str, str]] = set()
     for cell in cells:
-        key = (cell.experiment, str(cell.threads))
+        # a pair family's cells are its locality classes, each its own answer (and a host lacks some)
+        key = (cell.experiment, cell.id if families.family(cell.kernel).pairs else str(cell.threads))
         if cell.experiment not in latency and key not in seen:
             seen.add(key)
             firsts.append(cell)
@@ -46,6 +48,9 @@ def left_out(cells: list[Cell], config: dict, host: Host) -> list[str]:
     if sum(cost.values()) <= limit:
         return []
     first = _first_cells(cells)
+    latency = [c for c in first if families.family(c.kernel).metric == families.LATENCY]
+    # after the idle latency, the cheapest first: as many experiments answered as the budget holds
+    first = latency + sorted((c for c in first if c not in latency), key=lambda c: cost[c.id])
     kept, used = set(), 0.0
     for cell in first + [c for c in cells if c not in first]:
         # the rest only while half the budget is left for the rounds that decide
