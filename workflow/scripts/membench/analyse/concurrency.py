@@ -67,13 +67,10 @@ def _placements(cells: pd.DataFrame) -> pd.Series:
 
 
 PAGE_BYTES = {"4k": 4096, "thp": 2**21, "hugetlb-2m": 2**21, "hugetlb-1g": 2**30}
-LATENCY_COLUMNS = ["system", "placement", "pages", "group", "spacing", "ns", "ns_min", "ns_max", "runs", "working_set_bytes", "source"]
+LATENCY_COLUMNS = ["system", "placement", "pages", "group", "spacing", "spacing_bytes", "ns", "ns_min", "ns_max", "runs", "working_set_bytes", "source"]
 # An idle latency counts as past the caches when its touched lines are past
 # this many times the LLC (membench.analyse.memory_plateau: the one rule).
 LLC_REACH = memory_plateau.LLC_REACH
-
-
-DEFAULT_SPACING_TEXT = "256 B"
 
 
 def _one_per_placement(cells: pd.DataFrame, choose: str, by: str, size: str) -> pd.DataFrame:
@@ -91,6 +88,7 @@ def _one_per_placement(cells: pd.DataFrame, choose: str, by: str, size: str) -> 
             "pages": chosen["pages"],
             "group": chosen["group"],
             "spacing": chosen["spacing"],
+            "spacing_bytes": chosen["spacing_bytes"],
             "ns": chosen["ns_median"],
             "ns_min": chosen["ns_min"],
             "ns_max": chosen["ns_max"],
@@ -104,11 +102,12 @@ def _one_per_placement(cells: pd.DataFrame, choose: str, by: str, size: str) -> 
 def _with_group(cells: pd.DataFrame) -> pd.DataFrame:
     """The chase group of each latency cell as text ("256 KiB", "full");
     runs recorded before the group was an axis had multichase-unlike 64 KiB
-    groups and say that it is unknown."""
-    if "chase_spacing_requested" in cells:
-        cells = cells.assign(spacing=cells["chase_spacing_requested"].map(lambda s: "spacing not recorded" if pd.isna(s) else f"{int(s)} B"))
-    else:
-        cells = cells.assign(spacing="spacing not recorded")
+    groups and say that it is unknown. Its spacing as a number (spacing_bytes,
+    NaN where not recorded: the rules use it) and as the words findings
+    shows today (spacing: "256 B", "spacing not recorded")."""
+    spacing = pd.to_numeric(cells.get("chase_spacing_requested", pd.Series(math.nan, index=cells.index)), errors="coerce")
+    words = spacing.map(lambda s: "spacing not recorded" if pd.isna(s) else f"{int(s)} B")
+    cells = cells.assign(spacing_bytes=spacing, spacing=words)
     if "chase_group_requested" not in cells:
         return cells.assign(group="group not recorded")
     return cells.assign(group=cells["chase_group_requested"].map(lambda g: "group not recorded" if pd.isna(g) else group_text(g)))
@@ -135,15 +134,14 @@ def _prefer_default_spacing(cells: pd.DataFrame) -> pd.DataFrame:
     """Per (system, placement, pages) only the default-spacing cells (one
     pointer per 256 B, multichase's stride) when there are any: several
     spacings at the largest working set give one latency, named."""
-    has_default = (cells["spacing"] == DEFAULT_SPACING_TEXT).groupby(_keys(cells)).transform("any")
-    return cells[(cells["spacing"] == DEFAULT_SPACING_TEXT) | ~has_default]
+    default = cells["spacing_bytes"] == knobs.DEFAULT_CHASE_SPACING
+    has_default = default.groupby(_keys(cells)).transform("any")
+    return cells[default | ~has_default]
 
 
-def touched_lines(working_set: float, spacing: str, line_bytes: int = 64) -> float:
-    """Bytes of lines a chase of this span touches (one line per pointer)."""
-    if not spacing.endswith(" B"):
-        return working_set
-    return working_set * line_bytes / max(int(spacing.removesuffix(" B")), line_bytes)
+def _same_spacing(spacing_bytes: pd.Series, spacing) -> pd.Series:
+    """The rows of this spacing (not recorded: those that record none)."""
+    return spacing_bytes.isna() if pd.isna(spacing) else spacing_bytes == spacing
 
 
 def reach_flag(latency: pd.Series, llc_bytes: int | None, line_bytes: int = 64) -> str | None:
@@ -152,7 +150,7 @@ def reach_flag(latency: pd.Series, llc_bytes: int | None, line_bytes: int = 64) 
     or when the LLC is not known."""
     if not llc_bytes:
         return None
-    lines = touched_lines(latency["working_set_bytes"], latency["spacing"], line_bytes)
+    lines = latency_sweep.touched_bytes(latency["working_set_bytes"], latency["spacing_bytes"], line_bytes)
     if lines >= LLC_REACH * llc_bytes:
         return None
     return f"⚑ {size_text(int(lines))} of lines, short of {LLC_REACH} × the LLC ({size_text(LLC_REACH * llc_bytes)})"
@@ -174,16 +172,16 @@ def locality_text(group: str) -> str:
     return group if group.endswith("recorded") else f"{group} groups"
 
 
-def spacing_text(spacing: str) -> str:
+def spacing_text(spacing_bytes) -> str:
     """"one pointer per 256 B", "spacing not recorded"."""
-    return f"one pointer per {spacing}" if spacing.endswith(" B") else spacing
+    return "spacing not recorded" if pd.isna(spacing_bytes) else f"one pointer per {int(spacing_bytes)} B"
 
 
 def idle_source(latency: pd.Series) -> str:
     """What an idle latency is: "idle chase, 4k pages, 256 KiB groups, one
     pointer per 256 B, local, 1 GiB", and its flag when not past 8 x LLC."""
     where = f"{latency['placement']}, {size_text(latency['working_set_bytes'])}"
-    spacing = spacing_text(latency.get("spacing", "spacing not recorded"))
+    spacing = spacing_text(latency.get("spacing_bytes"))
     flag = latency.get("flag")
     rule = latency.get("rule")
     rule = f" ({rule})" if isinstance(rule, str) and rule != "largest working set" else ""
@@ -239,7 +237,7 @@ def curve_records(frame: pd.DataFrame, latency: pd.Series) -> pd.DataFrame:
     chase = chase.assign(placement=_placements(chase))
     return chase[(chase["system"] == latency["system"]) & (chase["placement"] == latency["placement"])
                  & (chase["pages"] == latency["pages"]) & (chase["group"] == latency["group"])
-                 & (chase["spacing"] == latency["spacing"])]  # fmt: skip
+                 & _same_spacing(chase["spacing_bytes"], latency["spacing_bytes"])]  # fmt: skip
 
 
 def latency_run_values(runs: pd.DataFrame, latency: pd.Series, line_bytes: int = 64) -> pd.Series:
@@ -249,10 +247,10 @@ def latency_run_values(runs: pd.DataFrame, latency: pd.Series, line_bytes: int =
     chase = curve_records(runs, latency) if not runs.empty else runs
     if chase.empty:
         return pd.Series(dtype=float)
-    lines = chase["working_set_bytes"].map(lambda ws: touched_lines(ws, latency["spacing"], line_bytes))
+    lines = latency_sweep.touched_bytes(chase["working_set_bytes"], latency["spacing_bytes"], line_bytes)
     first = latency.get("lines_first")
     if first is None or pd.isna(first):
-        at = touched_lines(latency["working_set_bytes"], latency["spacing"], line_bytes)
+        at = latency_sweep.touched_bytes(latency["working_set_bytes"], latency["spacing_bytes"], line_bytes)
         return memory_plateau.run_values(chase, lines, at, at)
     return memory_plateau.run_values(chase, lines, int(first), int(latency["lines_last"]))
 
@@ -267,7 +265,7 @@ def _memory_plateau_latencies(latencies: pd.DataFrame, cells: pd.DataFrame, size
         system_lines = line_bytes.get(latency["system"], 64)
         same = curve_records(cells[cells["n_ok"] > 0], latency)
         same = same[same["ns_median"].notna()]
-        lines = same["working_set_bytes"].map(lambda ws: touched_lines(ws, latency["spacing"], system_lines))
+        lines = latency_sweep.touched_bytes(same["working_set_bytes"], latency["spacing_bytes"], system_lines)
         curve = same.assign(lines=lines).groupby("lines")["ns_median"].median()
         levels = sizes.get(latency["system"], [])
         held = memory_plateau.held_runs(same) > 0 if "sweep_held" in same else bool(levels) and latency_sweep.answer_in(
@@ -339,7 +337,7 @@ def _under_load(under_load: pd.Series | None, traffic: float, line_bytes: int) -
         "lines_in_flight_loaded": lines_in_flight(traffic, under_load["ns"], line_bytes),
         "loaded_latency_source": (
             f"loaded chase, heaviest load by read traffic, {under_load['pages']} pages, {locality_text(under_load['group'])}, "
-            f"{spacing_text(under_load['spacing'])} ({under_load['source']}; {latency_spread(under_load)})"
+            f"{spacing_text(under_load['spacing_bytes'])} ({under_load['source']}; {latency_spread(under_load)})"
         ),
     }
 

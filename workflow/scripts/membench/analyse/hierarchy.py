@@ -148,16 +148,6 @@ def sweep_curves(cells: pd.DataFrame) -> pd.DataFrame:
     return chase
 
 
-def touched_bytes(working_sets: pd.Series, spacing, line_bytes: int) -> pd.Series:
-    """The bytes of cache lines a chase over these working sets touches: one
-    line per pointer, one pointer per `spacing` bytes (records from before
-    the spacing axis had a pointer in every line). Caches hold lines, so the
-    levels are named by these, not by the span."""
-    if spacing is None or pd.isna(spacing) or spacing <= line_bytes:
-        return working_sets
-    return working_sets * line_bytes // int(spacing)
-
-
 def matrix_memory_rows(cells: pd.DataFrame, system: str) -> dict[str, dict[str, dict]]:
     """Local and remote memory from a node x node latency matrix (chase
     cells with affinity node:I and policy bind:J, at their largest working
@@ -207,7 +197,7 @@ def policy_memory_rows(cells: pd.DataFrame, system: str, levels: list[tuple[str,
             curve = points.groupby("working_set_bytes")["ns_median"].median().dropna()  # a point whose every run was disturbed has no number
             if curve.empty:  # every point of this page size disturbed: its column reads "not found"
                 continue
-            lines = touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
+            lines = latency_sweep.touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
             memory = find_memory(lines.values, curve.values, levels, _held(points, lines, curve, levels), _runs_at(points, curve))
             text = memory_derivation(memory, llc, _largest(lines), None, " of lines" if lines.ne(curve.index.to_series()).any() else "")
             rows.setdefault(level, {})[pages] = {"ns": memory.ns if memory else None, "derivation": f"policy {policy}: {text}"}
@@ -264,7 +254,7 @@ def _page_rows(points: pd.DataFrame, levels: list[tuple[str, int]], clock: dict,
     curve = points.groupby("working_set_bytes")["ns_median"].median().dropna()  # a point whose every run was disturbed has no number
     if curve.empty:  # every point of this page size disturbed: its column reads "not found"
         return {}
-    lines = touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
+    lines = latency_sweep.touched_bytes(pd.Series(curve.index, index=curve.index), spacing, line_bytes)
     found = plateaus(lines.values, curve.values)
     memory = find_memory(lines.values, curve.values, levels, _held(points, lines, curve, levels), _runs_at(points, curve))
     named = name_plateaus(found, levels, memory.plateau if memory else None)

@@ -10,6 +10,7 @@ import pandas as pd
 
 from membench.analyse.hierarchy import MEMORY, cache_levels
 from membench.core.text import size_text
+from membench.plan import latency_sweep
 
 
 def sweep_levels(table: pd.DataFrame, topology: dict | None) -> pd.Series:
@@ -29,9 +30,9 @@ def sweep_levels(table: pd.DataFrame, topology: dict | None) -> pd.Series:
     points = table["working_set_bytes"].notna()
     ws = table.loc[points, "working_set_bytes"].astype("int64")
     touched = ws.copy()
-    if spacing is not None:  # one line per pointer (touched_bytes, per record: the spacing may vary)
-        sparse = pd.to_numeric(spacing.loc[points], errors="coerce") > line
-        touched[sparse] = ws[sparse] * line // pd.to_numeric(spacing.loc[points][sparse]).astype("int64")
+    if spacing is not None:  # the touched lines' rule, per record: the spacing may vary
+        span = spacing.loc[points].map(lambda s: latency_sweep.span_per_line(s, line)).astype("int64")
+        touched = ws * line // span
     named = pd.Series(MEMORY, index=touched.index, dtype=object)
     for name, size in reversed(levels):  # the smallest level that holds the lines wins
         named[touched <= size] = name

@@ -30,7 +30,8 @@ FLOOR_BYTES = 2**30
 def segments(ns, flat: float = FLAT) -> list[list[int]]:
     """The analysis's cut of a curve (ns in working-set order) into runs
     within `flat` of their median, a stray point forgiven, neighbours
-    merged (membench.analyse.hierarchy._segments, on log ns)."""
+    merged, on log ns: the one cut (membench.analyse.memory_plateau.plateaus
+    names its runs of two points or more)."""
     y = np.log(np.asarray(ns, dtype=float))
     tolerance = math.log1p(flat)
     if len(y) == 0:
@@ -97,8 +98,27 @@ def stop_after(lines, ns, levels: int, llc_lines: float | None) -> int:
     return len(ns)
 
 
+def span_per_line(spacing, line_bytes: int) -> int:
+    """Bytes of a chase's span per cache line it touches: one pointer per
+    `spacing` bytes, one line per pointer; a pointer in every line where the
+    spacing is a line or less, or unknown (None, NaN: records from before
+    the spacing axis had one per line)."""
+    try:
+        spacing = float(spacing)
+    except (TypeError, ValueError):
+        return line_bytes
+    return int(spacing) if spacing > line_bytes else line_bytes
+
+
+def touched_bytes(working_set, spacing, line_bytes: int):
+    """The bytes of cache lines a chase over `working_set` bytes (a number,
+    or an array of them) touches: caches hold lines, so the levels, the
+    stop rule and the reach are in these, not in the span."""
+    return working_set * line_bytes // span_per_line(spacing, line_bytes)
+
+
 def reach_bytes(llc_bytes: int, spacing: int, line_bytes: int) -> int:
-    """size auto of the chase: LLC_REACH x the LLC in touched lines (one
-    line per `spacing` bytes), at least FLOOR_BYTES: the most a repetition
-    allocates, and only when the rule has not held before it."""
-    return max(LLC_REACH * llc_bytes * max(spacing, line_bytes) // line_bytes, FLOOR_BYTES)
+    """size auto of the chase: LLC_REACH x the LLC in touched lines (the
+    span of touched_bytes' rule), at least FLOOR_BYTES: the most a
+    repetition allocates, and only when the rule has not held before it."""
+    return max(LLC_REACH * llc_bytes * span_per_line(spacing, line_bytes) // line_bytes, FLOOR_BYTES)
