@@ -82,3 +82,16 @@ def test_a_plan_holds_while_its_rounds_cost_less_than_a_look(tmp_path):
     assert next_round.continued(previous, 5, [str(manifest)], 60.0) is None  # past ahead_until: look again
     assert next_round.continued(previous, 3, [str(manifest)], 52.0) is None  # the budget would not hold it
     assert next_round.continued(previous, 3, [str(manifest)], 60.0, may_repeat=lambda c: c != "x/b") is None
+
+
+def test_the_estimate_says_what_the_last_run_here_decided_and_promises_nothing_before(tmp_path):
+    script = [sys.executable, str(REPO / "workflow" / "scripts" / "study_estimate.py"), "--configfile",
+              str(REPO / "config" / "config.yaml"), "--directory", str(tmp_path)]  # fmt: skip
+    fresh = subprocess.run(script, capture_output=True, text=True, check=True).stdout
+    assert "8 experiments; how many get decided depends on this machine's noise" in fresh
+    (tmp_path / "results" / "summary").mkdir(parents=True)
+    system = next(line for line in fresh.splitlines() if line.startswith("make run will measure")).split(" on ")[1].split(" (")[0]
+    found = [{"system": system, "experiment": f"e{i}", "decided": i < 5} for i in range(8)]
+    (tmp_path / "results" / "summary" / "findings.json").write_text(json.dumps({"findings": found}))
+    again = subprocess.run(script, capture_output=True, text=True, check=True).stdout
+    assert "the last run in this folder decided 5 of 8" in again

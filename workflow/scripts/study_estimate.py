@@ -97,7 +97,24 @@ def main(argv=None) -> int:
     left_out = first_answer.left_out_line(config, cells)
     if left_out:
         print(left_out)
+    if budget.seconds(config.get("budget")) is not None and not args.left:
+        print(decided_line(results, config, systems))
     return 0
+
+
+def decided_line(results: Path, config: dict, systems: list[str]) -> str:
+    """What the budget is likely to buy: the last run here's decided
+    findings, when there was one; no number is promised before a round
+    has measured (each planned round's line says how many are decided)."""
+    experiments = len(config["experiments"])
+    try:
+        found = json.loads((results / "summary" / "findings.json").read_text())["findings"]
+        mine = [f for f in found if f.get("system") in systems]
+    except (OSError, ValueError, KeyError, TypeError):
+        mine = []
+    last = (f"the last run in this folder decided {sum(bool(f.get('decided')) for f in mine)} of {len(mine)}"
+            if mine else "how many get decided depends on this machine's noise")  # fmt: skip
+    return f"  {experiments} experiments; {last}; each planned round's line says how many are decided so far"
 
 
 if __name__ == "__main__":
