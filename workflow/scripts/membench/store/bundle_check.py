@@ -60,12 +60,14 @@ MiB = 1 << 20
 # a 27,000-repetition study's is about 27,000 members and 18 MiB of metadata.
 MAX_ARCHIVE = 1024 * MiB  # the zip file itself
 MAX_MEMBERS = 60_000
+MAX_GRAPH = MAX_MEMBERS + 1000  # entities the metadata lists: a file each, and what describes the run
 MAX_MEMBER = 256 * MiB  # one member, inflated
 MAX_TOTAL = 1024 * MiB  # all members, inflated
 MAX_RATIO = 100  # inflated / packed, for a member inflating past RATIO_FROM
 RATIO_FROM = MiB
 MAX_JSON = 32 * MiB  # a JSON file parsed whole: the metadata, findings.json, topology.json, environment.json
-MAX_JSON_VALUES = 1_500_000  # values in such a file (counted before it is parsed)
+MAX_JSON_VALUES = 800_000  # values in such a file (counted before it is parsed)
+MAX_JSON_CONTAINERS = 200_000  # objects and lists in it (likewise)
 MAX_DEPTH = 64  # nesting in such a file
 MAX_DIGITS = 40  # digits of an integer in such a file
 MAX_LINE = MiB  # one record line
@@ -79,8 +81,12 @@ class BundleRefused(Exception):
     """A bundle that cannot be used; str() is the one line to print."""
 
 
+MAX_SAID = 400  # characters of what a refusal quotes (an error message may quote a whole file)
+
+
 def refuse(bundle: Path, what: str) -> BundleRefused:
-    return BundleRefused(f"{bundle}: refused: {' '.join(str(what).split())}")
+    said = " ".join(str(what)[:MAX_SAID * 2].split())
+    return BundleRefused(f"{bundle}: refused: {said[:MAX_SAID]}{' ...' if len(said) > MAX_SAID else ''}")
 
 
 class Unusable(ValueError):
@@ -96,14 +102,18 @@ def safe_member(name: str) -> bool:
 
 
 def strict_json(data: bytes):
-    """A JSON document within bounds: at most MAX_JSON bytes of UTF-8 and
-    MAX_JSON_VALUES values, nesting at most MAX_DEPTH deep, integers of at
+    """A JSON document within bounds: at most MAX_JSON bytes of UTF-8,
+    MAX_JSON_VALUES values and MAX_JSON_CONTAINERS objects and lists (so
+    that what Python holds of it stays within about 200 MiB), nesting at most MAX_DEPTH deep, integers of at
     most MAX_DIGITS digits, finite numbers only (no NaN or Infinity)."""
     if len(data) > MAX_JSON:
         raise Unusable(f"{len(data)} bytes, more than the {MAX_JSON} a JSON file may hold")
     values = data.count(b",") + data.count(b":") + data.count(b"[") + 1  # an upper bound: each value follows one
     if values > MAX_JSON_VALUES:
         raise Unusable(f"up to {values} values, more than the {MAX_JSON_VALUES} a JSON file may hold")
+    containers = data.count(b"{") + data.count(b"[")  # likewise
+    if containers > MAX_JSON_CONTAINERS:
+        raise Unusable(f"up to {containers} objects and lists, more than the {MAX_JSON_CONTAINERS} a JSON file may hold")
     try:
         document = json.loads(data.decode("utf-8"), parse_constant=_not_finite, parse_int=_bounded_int,
                               parse_float=_finite_float)  # fmt: skip
@@ -111,8 +121,10 @@ def strict_json(data: bytes):
         raise Unusable(f"bytes that are not UTF-8 (at byte {error.start})") from None
     except RecursionError:
         raise Unusable(f"nested more than {MAX_DEPTH} deep") from None
-    except ValueError as error:  # JSONDecodeError among them
-        raise Unusable(f"not JSON ({getattr(error, 'msg', error)})") from None
+    except json.JSONDecodeError as error:
+        raise Unusable(f"not JSON ({error.msg} at line {error.lineno}, column {error.colno})") from None
+    except ValueError as error:  # a bound of the hooks below
+        raise Unusable(str(error)) from None
     if _depth(document) > MAX_DEPTH:
         raise Unusable(f"nested more than {MAX_DEPTH} deep")
     return document
@@ -207,8 +219,9 @@ def directory_problem(archive: zipfile.ZipFile) -> str | None:
     if total > MAX_TOTAL:
         return f"members inflate to {total} bytes in all, more than the {MAX_TOTAL} a bundle may"
     files = {n for n in names if not n.endswith("/")}
-    clash = next((n for n in sorted(names) for p in PurePosixPath(n).parents if p.as_posix() in files), None)
-    return f"{clash}: under a name that is also a file" if clash else None
+    both = sorted(files & {n.removesuffix("/") for n in names if n.endswith("/")})
+    under = next((n for n in sorted(names) for p in PurePosixPath(n).parents if p.as_posix() in files), None)
+    return f"{both[0]}: both a file and a folder" if both else f"{under}: under a name that is also a file" if under else None
 
 
 def chunks(archive: zipfile.ZipFile, name: str):
@@ -229,17 +242,17 @@ def digest(archive: zipfile.ZipFile, name: str) -> tuple[str, int]:
 
 
 def member_lines(archive: zipfile.ZipFile, name: str):
-    """(line number, bytes, whether a newline ended it) of a member; a
-    line of more than MAX_LINE bytes is Unusable."""
+    """(line number, bytes, whether a newline ended it) of each line of a
+    member that is not empty; a line of more than MAX_LINE bytes is
+    Unusable."""
     number, tail = 0, b""
     for data in chunks(archive, name):
         parts = (tail + data).split(b"\n")
         tail = parts.pop()
         if len(tail) > MAX_LINE:
             raise Unusable(f"{name}:{number + len(parts) + 1}: a line of more than {MAX_LINE} bytes")
-        for part in parts:
-            number += 1
-            yield number, part, True
+        yield from [(number + i, part, True) for i, part in enumerate(parts, start=1) if part]
+        number += len(parts)
     if tail:
         yield number + 1, tail, False
 
@@ -290,9 +303,11 @@ def load_crate(archive: zipfile.ZipFile) -> ROCrate:
     if METADATA not in archive.namelist():
         raise Unusable(f"{METADATA}: missing (not an RO-Crate)")
     document = json_member(archive, METADATA)
-    if type(document) is not dict or type(document.get("@graph")) is not list:
-        found = f"a JSON {type(document).__name__}" if type(document) is not dict else "an object without an @graph list"
-        raise Unusable(f"{METADATA}: {found}, not an RO-Crate (a JSON object with an @graph list)")
+    if type(document) is not dict or type(document.get("@graph")) is not list or "@context" not in document:
+        found = f"a JSON {type(document).__name__}" if type(document) is not dict else "an object without an @graph list and an @context"
+        raise Unusable(f"{METADATA}: {found}, not an RO-Crate (a JSON object with an @context and an @graph list)")
+    if len(document["@graph"]) > MAX_GRAPH:
+        raise Unusable(f"{METADATA}: {len(document['@graph'])} entities, more than the {MAX_GRAPH} a bundle may list")
     if not all(type(e) is dict and type(e.get("@id")) is str for e in document["@graph"]):
         raise Unusable(f"{METADATA}: an @graph entry that is not an object with an @id")
     try:
