@@ -10,10 +10,9 @@ import json
 import sys
 from pathlib import Path
 
-from membench.store import progress
 from membench.plan import rounds
 from membench.measure import rounds as measure_rounds
-from membench.measure import stopping
+from membench.measure import quiet, stopping
 from membench.core import last_words, layout
 from membench.core.store_errors import StoreError
 
@@ -32,10 +31,20 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def duration(seconds: float) -> str:
+    """As `make status` says a time (membench.store.progress.duration,
+    which is not imported here: with its schema checks it took a third of
+    this command's start, a gap between two rounds' measurements)."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    hours, minutes = divmod(round(seconds / 60), 60)
+    return f"{minutes} min" if hours == 0 else f"{hours} h {minutes} min"
+
+
 def closing_line(manifest: dict, plan: rounds.Plan) -> str:
     line = (
         f"{plan.system} round {plan.round_index} done: {len(manifest['measured'])} measured, "
-        f"{len(manifest['kept'])} kept, {progress.duration(manifest['seconds'])}"
+        f"{len(manifest['kept'])} kept, {duration(manifest['seconds'])}"
     )
     notes = [
         f"{len(manifest[key])} {what}"
@@ -89,6 +98,7 @@ def main(argv=None) -> int:
         try:
             if args.parent_pid:
                 stopping.watch(args.parent_pid)
+                quiet.keep_parent_off(args.parent_pid)  # Snakemake, off the measuring CPUs too
             manifest = measure_rounds.measure_round(
                 plan, topology=args.topology, bin_dir=bin_dir, runs_dir=runs_dir, log=log,
                 progress=lambda line: print(line, flush=True), keep_waiting=stopping.check_watched,

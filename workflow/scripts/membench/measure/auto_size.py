@@ -18,7 +18,7 @@ nothing itself.
 from __future__ import annotations
 
 from membench.measure import memory
-from membench.plan import families, latency_sweep
+from membench.plan import families
 from membench.plan.request import Request
 from membench.probe.topology import llc_total_bytes
 
@@ -30,6 +30,8 @@ def arrays_size(topology: dict) -> int:
 
 
 def reach_size(topology: dict, spacing: int, available: int | None = None) -> int:
+    from membench.plan import latency_sweep  # numpy: imported where a chase needs it, not at every round's start
+
     llc = topology.get("llc_bytes") or 0
     line = topology.get("line_bytes") or 64
     size = latency_sweep.reach_bytes(llc, spacing, line)

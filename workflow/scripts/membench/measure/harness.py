@@ -20,7 +20,7 @@ from pathlib import Path
 
 from membench import SCHEMA_VERSION, __version__
 from membench.plan import c2c_pairs, families
-from membench.measure import auto_size, loaded_cpus, memory, options
+from membench.measure import auto_size, loaded_cpus, memory, options, quiet
 from membench.plan import variants
 from membench.plan.request import Request
 from membench.core import paths
@@ -213,9 +213,13 @@ def _placeholder_records(request: Request, resolved: dict, status: str, reason: 
     ]
 
 
-def run_harness(binary: str, request: Request, resolved: dict, log, run_process: Callable | None = None) -> list[dict]:
+def run_harness(binary: str, request: Request, resolved: dict, log, run_process: Callable | None = None,
+                placement: tuple[list[int], dict] | None = None) -> list[dict]:
     """Run the harness (through `run_process`, default run_child: it dies
-    with this process) and turn its output into records."""
+    with this process) and turn its output into records. `placement`
+    (allowed CPUs, topology): membench's own processes are kept off the
+    CPUs the cell measures on while it runs (membench.measure.quiet), and
+    every record says how much CPU they took (own_cpu_s, own_cpus)."""
     env = {k: v for k, v in os.environ.items() if k not in BINDING_ENV}
     try:
         argv = harness_argv(binary, request, resolved)
@@ -226,8 +230,11 @@ def run_harness(binary: str, request: Request, resolved: dict, log, run_process:
     log.flush()
     # Output to a file, not a pipe: nothing has to drain it while the
     # runner waits on the harness and on the parent at once.
+    allowed, topo = placement or (sorted(os.sched_getaffinity(0)), {})
+    measuring = quiet.measured_cpus(resolved["affinity"], resolved["threads"], allowed, topo)
     with tempfile.TemporaryFile("w+") as out:
-        returncode = (run_process or run_child)(argv, stdout=out, stderr=log, env=env)
+        with quiet.kept_off(measuring, allowed) as own:
+            returncode = (run_process or run_child)(argv, stdout=out, stderr=log, env=env)
         out.seek(0)
         stdout = out.read()
     if returncode < 0 and -returncode in STOP_SIGNALS:
@@ -247,6 +254,8 @@ def run_harness(binary: str, request: Request, resolved: dict, log, run_process:
         for record in records:
             record["status"] = "failed"
             record["reason"] = record.get("reason") or _exit_text(returncode)
+    for record in records:
+        record.update(own)
     return records
 
 
@@ -298,7 +307,7 @@ def measure_cell(
             log_fh.write(f"skipped: {skip_reason}\n")
             records = _placeholder_records(request, resolved, "skipped", skip_reason)
         else:
-            records = run_harness(binary, request, resolved, log_fh, run_process)
+            records = run_harness(binary, request, resolved, log_fh, run_process, (allowed, topo))
     for record in records:
         record.update(fit.record if fit else {})
         # Requested knobs under their contract names; what they resolved to

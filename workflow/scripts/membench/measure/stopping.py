@@ -28,7 +28,10 @@ import signal
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+
+from membench.measure import quiet
 
 PR_SET_PDEATHSIG = 1
 
@@ -119,7 +122,11 @@ def check_watched() -> None:
 
 
 def _wait_child(proc: subprocess.Popen) -> None:
-    """Return when the child ends; Stopped when the watched process ends first."""
+    """Return when the child ends; Stopped when the watched process ends
+    first, or a SIGTERM comes. Where the kernel has pidfds this process
+    sleeps until one of those happens (a blocking select on the child's
+    pidfd, the watched one's and the signal wakeup pipe): it takes no turn
+    on any CPU while the harness measures (membench.measure.quiet)."""
     child = _pidfd(proc.pid) if _watched_pid is None or _watched_pidfd is not None else None
     if child is None:  # no pidfds: poll both
         while True:
@@ -131,16 +138,47 @@ def _wait_child(proc: subprocess.Popen) -> None:
                 if not _watched_alive():
                     raise Stopped("Snakemake ended during the measurement") from None
     try:
-        waiting = [child] + ([_watched_pidfd] if _watched_pidfd is not None else [])
-        while True:
-            check_stop()  # a SIGTERM's flag: select wakes at least this often
-            ready, _, _ = select.select(waiting, [], [], POLL_SECONDS)
-            if child in ready:
-                return
-            if ready:
-                raise Stopped("Snakemake ended during the measurement")
+        with _signal_wakeup() as wakeup:
+            waiting = [child] + ([_watched_pidfd] if _watched_pidfd is not None else [])
+            while True:
+                check_stop()  # a SIGTERM's flag, set before the select woke
+                ready, _, _ = select.select(waiting + ([wakeup] if wakeup is not None else []), [], [],
+                                            None if wakeup is not None else POLL_SECONDS)  # fmt: skip
+                if child in ready:
+                    return
+                if _watched_pidfd is not None and _watched_pidfd in ready:
+                    raise Stopped("Snakemake ended during the measurement")
+                _drain(wakeup)
     finally:
         os.close(child)
+
+
+@contextmanager
+def _signal_wakeup():
+    """A pipe the interpreter writes a byte to when a signal with a Python
+    handler arrives (signal.set_wakeup_fd), so that a select without a
+    timeout still wakes for a SIGTERM; None where it cannot be set (not the
+    main thread: the select then wakes every POLL_SECONDS)."""
+    read, write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    except ValueError:
+        os.close(read), os.close(write)
+        yield None
+        return
+    try:
+        yield read
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(read), os.close(write)
+
+
+def _drain(fd: int | None) -> None:
+    try:
+        while fd is not None and os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
 
 
 def _die_with_parent(parent: int):
@@ -152,9 +190,14 @@ def _die_with_parent(parent: int):
     it can get (a bind policy on a full node), the harness dies alone,
     never a neighbour on a shared node."""
     prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved before fork
+    # the CPUs this process had before membench.measure.quiet confined it
+    # to those the cell leaves free: the harness binds from all of them
+    cpus = quiet.child_affinity()
 
     def preexec():
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
         if os.getppid() != parent:
             os._exit(128 + signal.SIGKILL)
         try:
