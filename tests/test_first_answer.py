@@ -95,3 +95,33 @@ def test_the_estimate_says_what_the_last_run_here_decided_and_promises_nothing_b
     (tmp_path / "results" / "summary" / "findings.json").write_text(json.dumps({"findings": found}))
     again = subprocess.run(script, capture_output=True, text=True, check=True).stdout
     assert "the last run in this folder decided 5 of 8" in again
+
+
+LEFT_OUT_STUDY = {
+    "system": "testbox",
+    "repeats": 4,
+    "min_repeats": 2,
+    "budget": "1s",  # holds one cell's fixed rounds by the model: the rest is left out
+    "ntimes": 3,
+    "experiments": {
+        "scaling": {"kernel": "xor", "threads": [1, "all"], "affinity": ["close"], "size": ["2MiB"]},
+        "pinning": {"kernel": "stream", "threads": ["all"], "affinity": ["none", "close"], "size": ["2MiB"]},
+    },
+}
+
+
+def test_the_pipeline_measures_the_first_answer_and_its_findings_say_what_was_left_out(tmp_path, venv_bin, variant_builds):
+    from conftest import copy_workflow, seed_binaries
+
+    workdir = seed_binaries(copy_workflow(tmp_path / "run"), LEFT_OUT_STUDY, variant_builds)
+    (workdir / "study.yaml").write_text(yaml.safe_dump(LEFT_OUT_STUDY))
+    out = subprocess.run([str(venv_bin / "snakemake"), "--cores", "2", "--configfile", "study.yaml"], cwd=workdir,
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    runs = list((workdir / "results" / "testbox" / "runs").glob("*/*/*/r*.jsonl"))
+    measured = {p.parent.relative_to(workdir / "results" / "testbox" / "runs").parts[0] for p in runs}
+    assert len(measured) == 1, measured  # one experiment's first cell; the other never ran
+    findings = json.loads((workdir / "results" / "summary" / "findings.json").read_text())["findings"]
+    left = [f for f in findings if f["experiment"] not in measured]
+    assert left and all("left out for the budget" in f["line"] and f["cell_count"] == 0 for f in left)
+    assert (workdir / "results" / "report.html").is_file()

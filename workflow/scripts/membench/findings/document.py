@@ -230,8 +230,10 @@ def _findings_and_sections(config, cells, problems, systems, measurements, modes
             left_out = _left_out_text(config, name)
             if name not in verdicts:
                 if left_out:
+                    # no cell measured, so no section of its own: the link is the config, which holds the budget
                     found.append({"system": system, "experiment": name, "kernel": spec["kernel"], "line": left_out,
-                                  **answers.finding(families.family(spec["kernel"]).paper, None, [], left_out)})  # fmt: skip
+                                  **answers.finding(families.family(spec["kernel"]).paper, None, [], left_out),
+                                  "beside_paper": [], "cell_count": 0, "alert": False, "link": "#config"})  # fmt: skip
                 continue
             one = experiment_finding(name, spec, system, cells, runs, modes, derived, c2c_classes,
                                      systems[system].get("topology", {}), idle)  # fmt: skip

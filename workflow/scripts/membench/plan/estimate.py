@@ -23,7 +23,8 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass
 
-from membench.plan import budget, families, latency_sweep
+from membench.plan import budget, families
+from membench.plan.latency_sweep import REPETITION_S
 from membench.plan.grammar import Cell
 
 # Bandwidth of one thread streaming from memory (bytes/s, STREAM counting),
@@ -112,7 +113,7 @@ def model_seconds(cell: Cell, host: Host) -> float:
     traits = families.family(cell.kernel)
     threads = _threads(cell, host)
     if traits.metric == families.LATENCY:
-        random = min(CHASE_RANDOM_SECONDS, latency_sweep.REPETITION_S)
+        random = min(CHASE_RANDOM_SECONDS, REPETITION_S)
         return START_SECONDS + random * (1 + CHASE_STRIDE_SHARE)
     if traits.metric == families.LOADED:
         size = _bytes(cell, host)

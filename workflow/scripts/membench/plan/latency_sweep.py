@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 FLAT = 0.25  # the plateau cut (membench.analyse.hierarchy.FLAT, MB_SWEEP_FLAT)
 HELD = 0.02  # MB_SWEEP_HELD
 SPAN_OCTAVES = 2  # MB_SWEEP_SPAN_OCTAVES
@@ -32,6 +30,8 @@ def segments(ns, flat: float = FLAT) -> list[list[int]]:
     within `flat` of their median, a stray point forgiven, neighbours
     merged, on log ns: the one cut (membench.analyse.memory_plateau.plateaus
     names its runs of two points or more)."""
+    import numpy as np  # here, not at the top: planning (common.smk, the time model) loads no numpy
+
     y = np.log(np.asarray(ns, dtype=float))
     tolerance = math.log1p(flat)
     if len(y) == 0:
@@ -61,6 +61,8 @@ def segments(ns, flat: float = FLAT) -> list[list[int]]:
 def held_from(lines, ns) -> int | None:
     """The first index of the trailing run held within HELD of its median
     over SPAN_OCTAVES doublings, or None."""
+    import numpy as np  # as in segments
+
     y = np.log(np.asarray(ns, dtype=float))
     n = len(y)
     if n < 2:
