@@ -184,7 +184,10 @@ compare:
 # either side (BASE=run.crate.zip), checked and unpacked under OUT first.
 # BUNDLE, CONFIG, RESULTS, NAME, ADDRESS and SYSTEM are taken as written
 # (given): a `$` in them is never expanded by make, and single quotes keep
-# the shell off, as for make compare.
+# the shell off, as for make compare. None of these is put in a recipe's
+# environment either: make would expand a command line's `$(shell ...)`
+# to put it there.
+unexport BUNDLE CONFIG RESULTS NAME ADDRESS SYSTEM BASE NEW OUT THRESHOLD IGNORE
 given = $(if $(filter command environment,$(firstword $(origin $(1)))),$(value $(1)),$($(1)))
 BUNDLE ?= $(if $(call given,RESULTS),$(call given,RESULTS)/results/run.crate.zip,results/run.crate.zip)
 bundle: $(STAMP)
