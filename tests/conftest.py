@@ -203,7 +203,7 @@ def pytest_configure(config):
 # so that no worker is left with one at the end while the other idles. The
 # variant builds come first and the disassembly, which waits on them, later.
 LONGEST_FIRST = [
-    "test_variants", "test_arm", "test_failures", "test_stop", "test_slurm", "test_identity_workflow",
+    "test_variants", "test_default_verbs", "test_arm", "test_failures", "test_stop", "test_slurm", "test_identity_workflow",
     "test_workflow", "test_one_report", "test_numa_guest", "test_numa_guest_matrix", "test_disassembly",
     "test_retry_bound", "test_record_schema", "test_failed_steps", "test_module", "test_make_run",
     "test_recovery", "test_new_family", "test_bundle_rebuild", "test_compare", "test_findings",
