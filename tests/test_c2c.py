@@ -18,6 +18,7 @@ import pytest
 
 from membench.plan import c2c_pairs
 from membench.analyse import c2c_summary
+from membench.findings import locality_tables
 from membench.plan import checks
 from membench.measure import harness as measure
 from membench.plan import rounds
@@ -232,7 +233,7 @@ def test_class_table_and_heat_map_at_64_cpus():
     assert cas.loc["smt", "pairs"] == 32 and cas.loc["smt", "records"] == 64
     assert cas.loc["other_package", "handoff_ns_median"] == 160.5
     assert cas["pairs"].sum() == 64 * 63 // 2
-    report = c2c_summary.report_table(classes)
+    report = locality_tables.c2c_class_table(classes)
     assert len(report["rows"]) == 10 and report["rows"][0][:3] == ["smt", "cas", "10.5"]
     pair_rows = c2c_summary.pair_table(table)
     assert len(pair_rows) == 2 * 64 * 63 // 2 and pair_rows["full_matrix"].all()
@@ -303,13 +304,13 @@ def test_the_class_table_says_how_many_samples_were_left_out_as_switched():
     sample = c2c_pairs.sample(topo, 1)
     table = fake_records(topo, [p for v in sample.values() for p in v], lambda a, b: "x:0")
     # records from before per-sample counting: not recorded, never "0 of"
-    assert all(row[7] == "not recorded" for row in c2c_summary.report_table(c2c_summary.class_table(table))["rows"])
+    assert all(row[7] == "not recorded" for row in locality_tables.c2c_class_table(c2c_summary.class_table(table))["rows"])
     counted = table.assign(samples=50, samples_switched=[i % 3 for i in range(len(table))])
     classes = c2c_summary.class_table(counted)
     first = classes.iloc[0]
     mine = counted[(counted["op"] == first["op"]) & (counted["pair_class"] == first["pair_class"])]
     assert first["samples_switched"] == mine["samples_switched"].sum() and first["samples"] == 50 * len(mine)
-    row = c2c_summary.report_table(classes)["rows"][0]
+    row = locality_tables.c2c_class_table(classes)["rows"][0]
     assert row[7] == f"{int(mine['samples_switched'].sum())} of {50 * len(mine)}"
 
 
@@ -334,7 +335,7 @@ def test_one_pair_split_into_modes_is_said_unexplained_different_pairs_are_not()
     classes = pd.read_csv(pd.io.common.StringIO(classes.to_csv(index=False)))  # as the report reads it
     row = c2c_summary.hierarchy_rows(classes)["s"][c2c_summary.hierarchy_label("two_line", "same_l3")]
     assert "UNEXPLAINED: repetitions split into modes 40.5 ns x2, 248.0 ns x2" in row["derivation"]
-    assert any("modes, unexplained" in r[3] for r in c2c_summary.report_table(classes)["rows"])
+    assert any("modes, unexplained" in r[3] for r in locality_tables.c2c_class_table(classes)["rows"])
 
 
 def test_a_shared_cache_class_at_the_memory_latency_is_flagged():

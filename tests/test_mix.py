@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from membench.plan import checks as config_checks
-from membench.analyse.injection import MIXES, injection_table, loaded_little_table
+from membench.analyse.injection import MIXES
+from membench.findings.mix_tables import injection_table, loaded_little_table
 from membench.findings.tables import tables_for
 
 from test_variants import TABLE

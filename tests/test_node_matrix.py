@@ -22,7 +22,8 @@ from membench.store.collect import records_table
 from membench.analyse.concurrency import idle_latencies
 from membench.plan.grammar import ConfigError, expand
 from membench.figures.node_heatmap import matrix_svg
-from membench.analyse.node_matrix import experiment_matrices, table_context
+from membench.analyse.node_matrix import experiment_matrices
+from membench.findings.locality_tables import table_context
 from membench.analyse.stats import problem_cells, summarise_cells
 
 REPO = Path(__file__).resolve().parents[1]

@@ -39,7 +39,8 @@ from membench.plan import node_pairs
 from membench.plan import rounds
 from membench.probe import topology
 from membench.store.collect import records_table  # noqa: E402
-from membench.analyse.node_matrix import experiment_matrices, table_context  # noqa: E402
+from membench.analyse.node_matrix import experiment_matrices  # noqa: E402
+from membench.findings.locality_tables import table_context  # noqa: E402
 from membench.analyse.stats import problem_cells, summarise_cells  # noqa: E402
 from numa_guest import guest, image  # noqa: E402
 

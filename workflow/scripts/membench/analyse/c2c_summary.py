@@ -1,5 +1,6 @@
 """Cache-to-cache results by locality class and by CPU pair (pure
-functions over the measurement table), and the report's class table.
+functions over the measurement table; the report's class table is
+membench.findings.locality_tables').
 
 results/summary/c2c_classes.csv holds, per system, experiment, variant, op
 and class: the median hand-off (ns, half the round trip for cas and
@@ -22,7 +23,6 @@ import pandas as pd
 
 from membench.plan.c2c_pairs import CLASSES
 from membench.analyse.stats import disturbed_mask
-from membench.core.text import DASH, number
 from membench.plan import families
 
 GROUP = ["system", "experiment", "variant", "op", "pair_class"]
@@ -137,55 +137,6 @@ def pair_table(table: pd.DataFrame) -> pd.DataFrame:
     return out.astype({c: "Int64" for c in ints})
 
 
-
-
-def report_table(classes: pd.DataFrame) -> dict | None:
-    """The report's table of one experiment: per class and op, the median
-    hand-off with its spread and the pair count."""
-    if classes is None or classes.empty:
-        return None
-    several = classes["system"].nunique() > 1 or classes["variant"].nunique() > 1
-    # a class this host lacks (no pair of it: every record skipped) is one footnote, not rows of dashes
-    lacking = classes[(classes["records"] == 0) & (classes["n_failed"] == 0)]
-    footnotes = [f"Not on this host (skipped): {', '.join(dict.fromkeys(lacking['pair_class']))}."] if not lacking.empty else []
-    rows = []
-    for row in classes.drop(lacking.index).itertuples():
-        spread = DASH if pd.isna(row.handoff_ns_p10) else f"{row.handoff_ns_p10:.1f} – {row.handoff_ns_p90:.1f}"
-        modes = getattr(row, "modes_unexplained", None)
-        if isinstance(modes, str) and modes:
-            spread += f"; modes, unexplained: {modes}"
-        samples = (
-            DASH if pd.isna(row.sample_p10_ns_median) else f"{row.sample_p10_ns_median:.1f} – {row.sample_p90_ns_median:.1f}"
-        )
-        label = [f"{row.system} {row.variant}"] if several else []
-        switched = getattr(row, "samples_switched", float("nan"))
-        if not row.records:
-            switched = DASH
-        elif pd.isna(switched):
-            switched = "not recorded"
-        else:
-            switched = f"{int(switched)} of {int(row.samples)}"
-        rows.append([*label, row.pair_class, row.op, number(row.handoff_ns_median, 1), spread, samples,
-                     row.pairs, row.records, switched, int(getattr(row, "n_disturbed", 0) or 0),
-                     f"{row.n_failed} / {row.n_skipped}"])  # fmt: skip
-    return {
-        "title": "Cache-to-cache latency by locality class",
-        "note": (
-            "ns per hand-off: half the round trip (cas, two_line: c2clat's quantity), one dependent load of a "
-            "line the other core just read, Exclusive there (clean: MLC's HIT), or just wrote, Modified there "
-            "(dirty: MLC's HITM). Median over the "
-            "records of the class (one record = one pair in one repetition, itself the median of its samples); "
-            "spread = p10 – p90 across those records; within a record = the median p10 – p90 of its samples. "
-            "Classes from topology.json: smt (SMT siblings), same_l2, same_l3, same_package (another L3), "
-            "other_package. Samples switched out: those in which either thread was switched out, left out "
-            "of their record's statistics; a record is disturbed (and left out) only when too few others remain."
-        ),
-        "columns": [*(["system, variant"] if several else []), "class", "op", "median ns", "p10 – p90 ns",
-                    "within a record", "pairs", "records", "samples switched out", "disturbed (left out)",
-                    "failed / skipped"],  # fmt: skip
-        "rows": rows,
-        "footnotes": footnotes,
-    }
 
 
 # The hierarchy table's cache-to-cache rows, each named by the quantity

@@ -1,11 +1,9 @@
-"""Read:write mixes in the report (pure functions over the per-cell summary).
+"""Read:write mixes, the numbers (pure functions over the per-cell summary;
+membench.findings.mix_tables builds the report's tables from them).
 
-- The injection bandwidth table (MLC's --peak_injection_bandwidth, placement
-  verified): per system, placement and thread count, one column per mix, GB/s
-  by the STREAM count (median over repetitions, min–max beside it). A write
-  mix whose median beats all reads (r1w0) is flagged in its cell and listed
-  under the table, with whether the beat lies beyond the spread of both; it is
-  never averaged into anything.
+- The injection bandwidth (MLC's --peak_injection_bandwidth, placement
+  verified): the mix cells with a number, and whether a write mix's median
+  beats all reads (r1w0), by how much and whether beyond the spread of both.
 - The loaded-latency curve with Little's law at each point: per load op (a mix
   or triad/read) and injection delay, the load threads' read traffic x the
   chasing thread's latency = lines in flight (the rule of
@@ -19,9 +17,8 @@ import math
 
 import pandas as pd
 
-from membench.analyse.concurrency import lines_in_flight, placement_class, read_traffic
+from membench.analyse.concurrency import lines_in_flight, read_traffic
 from membench.analyse.stats import add_series
-from membench.core.text import DASH, number, percent
 from membench.plan import families
 
 # op -> MLC's name of the mix; the ratio counts the kernel's read and write
@@ -34,130 +31,46 @@ MIXES = {
     "r2w1nt": "2:1 NT (stream-triad like)",
 }
 ALL_READS = "r1w0"
-FLAG = "⚑"
 
 
-
-
-def _cell_text(row: pd.Series, flagged: bool) -> str:
-    """"12.3 (11.9–12.6)" plus the memory traffic with write-allocate reads
-    where it differs: "12.3 (11.9–12.6) · 16.4 traffic"."""
-    text = f"{number(row['gbps_median'], 1)} ({number(row['gbps_min'], 1)}–{number(row['gbps_max'], 1)})"
-    wa = row.get("gbps_wa_median")
-    if wa is not None and not (isinstance(wa, float) and math.isnan(wa)) and abs(wa - row["gbps_median"]) > 1e-9:
-        text += f" · {number(wa, 1)} traffic"
-    return f"{FLAG} {text}" if flagged else text
-
-
-def beats(write: pd.Series, reads: pd.Series) -> str | None:
-    """Why a write mix's row is flagged against all reads, or None: its
-    median above the all-reads median, beyond the spread when even its
-    slowest run beat the fastest all-reads run."""
-    if not write["gbps_median"] > reads["gbps_median"]:
-        return None
-    gain = write["gbps_median"] / reads["gbps_median"] - 1
-    beyond = write["gbps_min"] > reads["gbps_max"]
-    where = "beyond the spread: its slowest run beat the fastest all-reads run" if beyond else "within the spread of the runs"
-    return f"{number(write['gbps_median'], 1)} GB/s vs all reads {number(reads['gbps_median'], 1)} GB/s ({percent(gain, 1, signed=True, spaced=False)}; {where})"
-
-
-def injection_table(cells: pd.DataFrame) -> dict | None:
-    """Injection bandwidth: one row per (system, placement, threads and any
-    other axis that varies), one column per mix measured. None without mix
-    cells."""
+def mix_cells(cells: pd.DataFrame) -> pd.DataFrame | None:
+    """The mix cells with a number, each with its series (the axes that
+    vary besides system, placement and threads); None without any."""
     ok = cells[(cells["n_ok"] > 0) & cells["op"].isin(MIXES)]
     if ok.empty:
         return None
-    ok = add_series(ok, ["variant", "affinity", "pages", "init", "size_requested"])
-    several = ok["series"].nunique() > 1
-    mixes = [m for m in MIXES if m in set(ok["op"])]
-    rows, flags = [], []
-    for (system, asked, policy, threads, series), part in ok.groupby(["system", "policy_requested", "policy", "threads", "series"], sort=False):
-        by_op = {r["op"]: r for _, r in part.iterrows()}
-        reads = by_op.get(ALL_READS)
-        placement = asked if asked == policy else f"{asked} → {policy}"
-        mismatched = int(part["placement_mismatches"].fillna(0).sum()) if "placement_mismatches" in part else 0
-        if mismatched:
-            placement += f" ⚠ not as asked in {mismatched} runs"
-        row = [system, placement, str(threads), *([series] if several else [])]
-        for mix in mixes:
-            if mix not in by_op:
-                row.append(DASH)
-                continue
-            why = beats(by_op[mix], reads) if reads is not None and mix != ALL_READS else None
-            row.append(_cell_text(by_op[mix], why is not None))
-            if why:
-                flags.append(f"{system}, {placement_class(asked)} ({placement}), {threads} thread{'s' if threads != 1 else ''}{f', {series}' if several else ''}: {mix} ({MIXES[mix]}) {why}")
-        rows.append(row)
-    return {
-        "title": "Injection bandwidth per read:write mix (MLC's peak injection bandwidth)",
-        "note": (
-            "GB/s = 1e9 B/s by the STREAM count (bytes the kernel loads and stores), the median over repetitions "
-            "(each its best iteration), min–max in brackets; “traffic” = the same with the write-allocate read of "
-            "every line written with ordinary stores (non-temporal stores and all reads have none). The ratio "
-            "names the kernel's read and write streams: r3w1 w = a + b + c, r2w1 w = a + s·b, r1w1 w = s·a, "
-            f"r2w1nt w = a + s·b with non-temporal stores. {FLAG} = a write mix whose median beats all reads "
-            "(STREAM count), listed below the table."
-        ),
-        "columns": ["system", "placement", "threads", *(["series"] if several else []), *(f"{m} {MIXES[m]}" for m in mixes)],
-        "rows": rows,
-        "flags": flags,
-        "flags_title": "Write mixes faster than all reads",
-    }
+    return add_series(ok, ["variant", "affinity", "pages", "init", "size_requested"])
 
 
-def delay_text(row) -> str:
-    """The injection delay as asked (pause count) and as measured: "50
-    (0.71 µs)"; the count alone where the records predate delay_ns."""
-    measured = row.get("delay_ns_median", math.nan) if hasattr(row, "get") else math.nan
-    asked = str(row["load_delay_requested"])
-    if measured is None or pd.isna(measured) or not row["load_delay_requested"]:
-        return asked
-    return f"{asked} ({measured / 1000:.2f} µs)" if measured >= 1000 else f"{asked} ({measured:.0f} ns)"
+def beat(write: pd.Series, reads: pd.Series) -> dict | None:
+    """A write mix's median above the all-reads median: its gain (a share)
+    and whether beyond the spread (even its slowest run beat the fastest
+    all-reads run); None when it does not beat it."""
+    if not write["gbps_median"] > reads["gbps_median"]:
+        return None
+    return {"gain": write["gbps_median"] / reads["gbps_median"] - 1, "beyond": bool(write["gbps_min"] > reads["gbps_max"])}
 
 
-def _why_none(row) -> str:
-    """A point with no number says why: every run disturbed, or none kept."""
-    disturbed = row.get("n_disturbed", 0)
-    if disturbed and not pd.isna(disturbed) and int(disturbed) == int(row["n_ok"]):
-        return f"{DASH} (all {int(row['n_ok'])} runs disturbed)"
-    return DASH
-
-
-def loaded_little_table(cells: pd.DataFrame, line_bytes: dict[str, int]) -> dict | None:
-    """One row per point of the loaded-latency curves: the load threads'
-    GB/s (STREAM count and read traffic), the chasing thread's latency
-    (median over repetitions) and Little's law by the one rule of
-    membench.analyse.concurrency: read traffic x latency = bytes and cache
-    lines in flight, per load thread."""
+def little_points(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd.DataFrame | None:
+    """One row per point of the loaded-latency curves, in the curves' order,
+    with Little's law by the one rule of membench.analyse.concurrency: the
+    load threads' read traffic (read_gbps) x the chasing thread's latency =
+    bytes_in_flight and lines_in_flight, and lines_per_loader. None without
+    a loaded cell with a number."""
     ok = cells[cells["kernel"].isin(families.named(lambda f: f.metric == families.LOADED)) & (cells["n_ok"] > 0)]
     if ok.empty:
         return None
     ok = add_series(ok, ["system", "variant", "affinity", "policy_requested", "pages", "size_requested", "chase_group_requested"])
-    several = ok["series"].nunique() > 1
-    rows = []
-    for _, row in ok.sort_values(["series", "op", "threads", "load_delay_requested"], kind="stable").iterrows():
-        reads, ns = read_traffic(row, "median"), row["ns_median"]
-        lines = lines_in_flight(reads, ns, line_bytes[row["system"]]) if row["system"] in line_bytes else math.nan
-        loaders = max(1, int(row["threads"]) - 1)
-        rows.append(
-            [*([row["series"]] if several else []), row["op"], MIXES.get(row["op"], row["op"]), str(row["threads"]),
-             delay_text(row), number(row["gbps_median"], 2) if not pd.isna(row["gbps_median"]) else _why_none(row), number(reads, 2), number(ns, 1),
-             number(reads * ns, 0), number(lines, 1), number(lines / loaders, 1)]
-        )  # fmt: skip
-    return {
-        "title": "Loaded latency per load mix, with Little's law at each point",
-        "note": (
-            "Each row is one point of a latency-versus-bandwidth curve (one curve per load op): the load threads' "
-            "GB/s (STREAM count, then read traffic: the kernel's reads plus write-allocate reads), the chasing "
-            "thread's latency (median over repetitions) and Little's law: read traffic × latency = bytes in "
-            "flight, / line size = cache lines in flight, and per load thread. The write-backs are posted and "
-            "wait no latency, so they are not counted (the same rule as the effective concurrency). The latency "
-            "is the chaser's under that same load, the best estimate of what the load threads' own misses wait. "
-            "The delay is the pause count asked, then one delay as measured on the load threads' CPUs (a pause "
-            "costs 10 to 140 cycles by CPU model)."
-        ),
-        "columns": [*(["series"] if several else []), "load op", "mix", "threads", "delay (measured)", "GB/s", "read traffic GB/s",
-                    "loaded ns", "bytes in flight", "lines in flight", "lines / load thread"],  # fmt: skip
-        "rows": rows,
-    }
+    ok = ok.sort_values(["series", "op", "threads", "load_delay_requested"], kind="stable")
+    reads = [read_traffic(row, "median") for _, row in ok.iterrows()]
+    lines = [
+        lines_in_flight(r, ns, line_bytes[system]) if system in line_bytes else math.nan
+        for r, ns, system in zip(reads, ok["ns_median"], ok["system"])
+    ]
+    loaders = [max(1, int(t) - 1) for t in ok["threads"]]
+    return ok.assign(
+        read_gbps=reads,
+        bytes_in_flight=[r * ns for r, ns in zip(reads, ok["ns_median"])],
+        lines_in_flight=lines,
+        lines_per_loader=[n / k for n, k in zip(lines, loaders)],
+    )

@@ -15,11 +15,12 @@ import yaml
 from membench.plan import node_pairs
 from membench.plan.figure_kinds import kinds_for
 from membench.plan.grammar import group_text, parse_group
-from membench.analyse.node_matrix import experiment_matrices, table_context
+from membench.analyse.node_matrix import experiment_matrices
 from membench.analyse.caches import IN_CACHE, MARK, PAST_CACHES_FACTOR, mark_in_cache, note as cache_note, past_caches
 from membench.analyse.concurrency import effective_concurrency, idle_latencies
-from membench.analyse.c2c_summary import hierarchy_rows, memory_by_system, report_table
-from membench.analyse.injection import loaded_little_table
+from membench.analyse.c2c_summary import hierarchy_rows, memory_by_system
+from membench.findings.locality_tables import c2c_class_table, table_context
+from membench.findings.mix_tables import loaded_little_table
 from membench.probe.topology import llc_total_bytes
 from membench.findings.headline import system_headlines
 from membench.analyse.hierarchy import cache_levels, hierarchy, measured_clocks
@@ -107,7 +108,7 @@ def c2c_tables(classes: pd.DataFrame | None, experiment: str) -> list[dict]:
     """The class table of a c2c experiment (results/summary/c2c_classes.csv)."""
     if classes is None or classes.empty:
         return []
-    table = report_table(classes[classes["experiment"] == experiment])
+    table = c2c_class_table(classes[classes["experiment"] == experiment])
     return [table] if table else []
 
 

@@ -10,8 +10,8 @@ import math
 import pandas as pd
 
 from membench.analyse.caches import marked
-from membench.analyse.injection import injection_table
 from membench.plan.grammar import size_text
+from membench.findings.mix_tables import injection_table
 from membench.findings.peak_tables import RULE, peak_table, percent, share_of
 from membench.analyse.stats import add_series
 from membench.core.text import DASH, number, percent
