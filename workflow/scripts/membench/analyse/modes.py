@@ -135,7 +135,7 @@ def _modes_text(modes: list[Mode] | None, unit: str) -> str:
 
 
 def _candidate_text(a: Attribution, n: int, unit: str) -> str:
-    label = FACTORS.get(a.factor, a.factor)
+    label = LABELS.get(a.factor, a.factor)
     return (
         f"{label} {a.slow_level} ({a.slow_runs} of {n} runs) slower, {a.slow_mean:.1f} vs {a.rest_mean:.1f} {unit} "
         f"on average, {percent(a.share, spaced=False)} of the variance, Kruskal–Wallis p = {a.p_value:.2g}"
@@ -160,11 +160,59 @@ def verdict(values: pd.Series, modes: list[Mode] | None, found: list[Attribution
     best, alpha = found[0], ALPHA / len(found)
     tried = "; ".join(_candidate_text(a, n, unit) for a in found)
     if best.p_value < alpha and best.share >= MIN_SHARE:
-        return "explained", f"{what}; explained by {FACTORS.get(best.factor, best.factor)}: {tried}."
+        return "explained", f"{what}; explained by {LABELS.get(best.factor, best.factor)}: {tried}."
+    if all(a.factor == ROUND_FACTOR for a in found):  # no placement factor varied: said as before, the round beside it
+        return kind, (
+            f"{what}; every run has the same placement by every recorded factor: {subject} not explained "
+            f"by anything recorded (the round, tried: {tried}; p < {alpha:.2g} with ≥ {percent(MIN_SHARE, spaced=False)} "
+            f"of the variance needed)."
+        )  # fmt: skip
     return kind, (
-        f"{what}; {subject} not explained by recorded placement (no factor reaches p < {alpha:.2g} with "
+        f"{what}; {subject} not explained by recorded placement or the round (no factor reaches p < {alpha:.2g} with "
         f"≥ {percent(MIN_SHARE, spaced=False)} of the variance): {tried}."
     )
+
+
+# Besides placement, what a run shares with every cell measured in its
+# round: the host's state then (a hypervisor that moves the vCPUs between
+# dies every few seconds makes every 2-thread cell of a round read ~1.6 x on
+# this project's EPYC guest). Each run's round is scored by the other cells
+# of its thread count measured in it: the mean of their log ratios to their
+# own medians (the cell's own runs never count). A cell's rounds are then
+# cut in two at the widest gap between their scores, "read high" above it
+# and "read low" below: the cut is drawn from the other cells alone, so
+# under no shared state it splits this cell's runs at random and the test
+# below stays at its rate. A cell measured alone has no such class.
+ROUND_FACTOR = "round_others"
+ROUND_LABEL = "the other cells of its thread count in the same round"
+LABELS = {**FACTORS, ROUND_FACTOR: ROUND_LABEL}
+
+
+def round_scores(ok: pd.DataFrame, metric: str = "gbps") -> pd.Series:
+    """Each record's round as the other cells of its thread count read it
+    (ROUND_FACTOR, a log ratio); NaN where no other cell ran at that thread
+    count in that round."""
+    if not {"repeat", "cell", "threads", metric}.issubset(ok) or ok.empty:
+        return pd.Series(np.nan, index=ok.index, dtype=float)
+    op = ok["op"].astype(str) if "op" in ok else pd.Series("", index=ok.index)
+    system = ok["system"].astype(str) if "system" in ok else pd.Series("", index=ok.index)
+    logs = np.log(ok[metric].astype(float).where(ok[metric].astype(float) > 0))
+    ratio = logs - logs.groupby([system, ok["cell"], op]).transform("median")
+    at = [system, ok["threads"].astype(str), ok["repeat"]]
+    total, count = ratio.groupby(at).transform("sum"), ratio.groupby(at).transform("count")
+    own_total, own_count = ratio.groupby([*at, ok["cell"]]).transform("sum"), ratio.groupby([*at, ok["cell"]]).transform("count")
+    return (total - own_total) / (count - own_count).where(count > own_count)
+
+
+def round_classes(scores: pd.Series) -> pd.Series | None:
+    """One cell's rounds cut at the widest gap between their scores (module
+    comment above); None with fewer than two distinct scores."""
+    known = np.sort(scores.dropna().unique())
+    if len(known) < 2:
+        return None
+    widest = int(np.argmax(np.diff(known)))
+    cut = (known[widest] + known[widest + 1]) / 2
+    return scores.map(lambda x: None if pd.isna(x) else "read high" if x > cut else "read low").astype(object)
 
 
 def cell_modes(ok: pd.DataFrame, metric: str = "gbps", unit: str = "GB/s") -> dict:
@@ -172,6 +220,9 @@ def cell_modes(ok: pd.DataFrame, metric: str = "gbps", unit: str = "GB/s") -> di
     values = ok[metric].astype(float)
     modes = find_modes(values)
     levels = factor_levels(ok)
+    rounds = round_classes(ok[ROUND_FACTOR]) if ROUND_FACTOR in ok else None
+    if rounds is not None:
+        levels[ROUND_FACTOR] = rounds
     found = attribute(values, levels) if modes is not None else []
     varying = [f for f in levels if levels[f].fillna("unknown").nunique() > 1]
     kind, sentence = verdict(values, modes, found, unit)
@@ -187,7 +238,7 @@ def cell_modes(ok: pd.DataFrame, metric: str = "gbps", unit: str = "GB/s") -> di
         "best_factor": best.factor if best else None,
         "explained_share": best.share if best else None,
         "kruskal_p": best.p_value if best else None,
-        "classes": "; ".join(f"{FACTORS[f]} {class_counts(levels[f])}" for f in varying) or "every run alike",
+        "classes": "; ".join(f"{LABELS[f]} {class_counts(levels[f])}" for f in varying) or "every run alike",
         "verdict": kind,
         "explanation": sentence,
     }
@@ -200,6 +251,7 @@ def modes_table(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     if "gbps" not in ok:
         return pd.DataFrame(columns=[*keys, "n", "modes", "verdict", "explanation"])
     ok = ok[ok["gbps"].notna()]
+    ok = pd.concat([ok, round_scores(ok).rename(ROUND_FACTOR)], axis=1)  # one new column, no copy per insert
     keys = [k for k in keys if k in ok]
     rows = [
         {**dict(zip(keys, key)), "threads": group["threads"].iloc[0], **cell_modes(group)}
