@@ -72,3 +72,23 @@ def test_the_terminal_says_the_bound_and_the_flag(screen):
     text = "\n".join(terminal.summary_lines(findings))
     assert "stream triad ≥ 97.5 GB/s (⚑ all 3 runs disturbed)" in text and NOT_MEASURED not in text
     assert "no bandwidth cell with a matching idle latency" not in text
+
+
+def test_an_all_disturbed_latency_is_bounded_only_by_random_points_past_the_caches():
+    """A busy default run (BUDGET=60s, 97 of 114 repetitions disturbed)
+    read "idle latency ≤ 3.1 ns": the bound took a prefetched stride
+    record. Only op random at 8 x the LLC in touched lines bounds it."""
+    import pandas as pd
+
+    from membench.findings import first_screen
+
+    llc = 16 * 2**20
+
+    def record(op, ws, ns):
+        return {"system": "vm", "kernel": "chase", "op": op, "pages": "4k", "working_set_bytes": ws, "ns_per_load": ns,
+                "pointer_spacing_bytes": 256, "line_bytes": 64, "llc_usable_bytes": llc}  # fmt: skip
+
+    short = pd.DataFrame([record("stride", 512 * 2**20, 3.1), record("random", 512 * 2**20, 60.0)])  # 128 MiB of lines: 8 x
+    assert first_screen._latency_bound("vm", short, "4k")["ns"] == 60.0
+    in_cache = pd.DataFrame([record("stride", 64 * 2**20, 3.1), record("random", 64 * 2**20, 30.0)])  # 16 MiB of lines
+    assert first_screen._latency_bound("vm", in_cache, "4k") is None
