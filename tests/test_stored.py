@@ -54,12 +54,20 @@ def lines(path: str) -> list[str]:
     return Path(path).read_text().splitlines(keepends=True)
 
 
-def edit(path: str, number: int, **changes) -> None:
+def set_line(path: str, number: int, line: str) -> None:
+    """Line `number` (from 1) of the file becomes `line`, the rest kept."""
     text = lines(path)
-    record = json.loads(text[number - 1])
-    record.update(changes)
-    text[number - 1] = json.dumps(record) + "\n"
+    text[number - 1] = line
     Path(path).write_text("".join(text))
+
+
+def edit(path: str, number: int, *dropped: str, **changes) -> None:
+    """The record on line `number` with `changes` made and the keys `dropped` left out."""
+    record = json.loads(lines(path)[number - 1])
+    record.update(changes)
+    for key in dropped:
+        del record[key]
+    set_line(path, number, json.dumps(record) + "\n")
 
 
 def test_a_valid_study_is_collected(study):
@@ -79,9 +87,7 @@ def damage(kind: str, paths: list[str]) -> tuple[str, int | None, str]:
         Path(path).write_text("".join(lines(path)[:2]))
         return path, None, "missing ['add', 'triad']: the file was cut"
     if kind == "not json":
-        text = lines(path)
-        text[1] = "{'gbps': 12}\n"
-        Path(path).write_text("".join(text))
+        set_line(path, 2, "{'gbps': 12}\n")
         return path, 2, "not JSON (Expecting property name enclosed in double quotes"
     if kind == "not utf-8":
         text = lines(path)
@@ -91,9 +97,7 @@ def damage(kind: str, paths: list[str]) -> tuple[str, int | None, str]:
         Path(path).write_bytes(b"")
         return path, None, "empty file (no records)"
     if kind == "not an object":
-        text = lines(path)
-        text[0] = "[1, 2, 3]\n"
-        Path(path).write_text("".join(text))
+        set_line(path, 1, "[1, 2, 3]\n")
         return path, 1, "a JSON list, not a record"
     if kind == "gbps string":
         edit(path, 2, gbps="12.5")
@@ -111,11 +115,7 @@ def damage(kind: str, paths: list[str]) -> tuple[str, int | None, str]:
         edit(path, 1, hugepage_fraction=1.2)
         return path, 1, "hugepage_fraction=1.2"
     if kind == "missing key":
-        text = lines(path)
-        record = json.loads(text[0])
-        del record["t_start"]
-        text[0] = json.dumps(record) + "\n"
-        Path(path).write_text("".join(text))
+        edit(path, 1, "t_start")
         return path, 1, "'t_start' is missing"
     if kind == "newer":
         edit(path, 1, schema=7)
