@@ -203,11 +203,13 @@ def derive(
     superseded: dict | None = None,
     stored: dict | None = None,
     papers: dict[str, dict] | None = None,
+    interim: bool = False,
 ) -> dict:
     """{"findings": findings.json's content, "sections": sections.json's}, JSON-plain;
     in a run within a budget, each comparison's false-alarm rate spent over
-    the looks its rounds take (membench.findings.evidence.looks)."""
-    with evidence.looks(budget.looks(config, evidence.MIN_RUNS)):
+    the looks its rounds take (membench.findings.evidence.looks; interim: a
+    round's planner's look, not the last)."""
+    with evidence.looks(budget.looks(config, evidence.MIN_RUNS), interim=interim):
         return _findings_and_sections(config, cells, problems, systems, measurements, modes, c2c_classes, superseded,
                                       stored, papers)  # fmt: skip
 
@@ -293,8 +295,9 @@ def flat_rows(findings: dict) -> list[dict]:
 
 def write_answers(*, config: dict, cells_csv: str, problems_csv: str, modes_csv: str | None, c2c_classes_csv: str | None,
                   measurements: list[str], system_files: dict[str, dict[str, str]], findings_out: str, findings_csv_out: str,
-                  sections_out: str, stored: dict | None = None) -> dict:  # fmt: skip
-    """The findings rule: read the analyse stage's files, write the three."""
+                  sections_out: str, stored: dict | None = None, interim: bool = False) -> dict:  # fmt: skip
+    """The findings rule: read the analyse stage's files, write the three
+    (interim: a round's planner drawing them, membench.findings.next_round)."""
     systems = {name: {kind: json.loads(Path(path).read_text()) for kind, path in files.items()} for name, files in system_files.items()}
     derived = derive(
         config=config,
@@ -306,6 +309,7 @@ def write_answers(*, config: dict, cells_csv: str, problems_csv: str, modes_csv:
         systems=systems,
         stored=stored,
         superseded={name: superseded_counts(Path(files["topology"]).parent) for name, files in system_files.items()},
+        interim=interim,
     )
     validate(derived["findings"])
     write_text_atomic(Path(findings_out), json.dumps(derived["findings"], indent=1, ensure_ascii=False) + "\n")

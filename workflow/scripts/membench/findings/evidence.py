@@ -69,23 +69,43 @@ LARGEST_BOUND = math.log(2)
 # all, so an empty side means every run of it was skipped, failed or disturbed.
 NO_RUN = "no undisturbed run"
 ANSWERS = ("better", "worse", "same", "undecided")
-# How many times a run may look at one comparison before its last round: a
-# run within a budget draws the findings after every round and stops a
-# comparison at its first decided answer, so each look spends a share of
-# the false-alarm rate (Bonferroni): over all the looks it stays at the rate
-# stated. One look without a budget. Set by looks() around a derivation.
-_LOOKS = contextvars.ContextVar("membench_evidence_looks", default=1)
+# How many times a run may look at one comparison: a run within a budget
+# draws the findings after its rounds and stops measuring a comparison at
+# its first decided answer, so the false-alarm rate is spent over the looks
+# (Bonferroni: the rates of the looks add up to at most the rate stated).
+# Spent as Haybittle and Peto spend it: each look a round's planner takes
+# is INTERIM_RATE strict (a comparison stops early only on a clear answer),
+# and the last look, the findings the report prints, gets what is left
+# (5 % - 9 x 0.1 % = 4.1 % over the default config's 10 looks). A look that
+# stopped early is decided at the last look too (its interval only widens
+# to the last look's level), so no answer is reported that its stopping
+# look did not reach. One look without a budget. Set by looks().
+_LOOKS = contextvars.ContextVar("membench_evidence_looks", default=(1, False))
+INTERIM_RATE = 0.001
 
 
 @contextmanager
-def looks(count: int):
-    """Evidence drawn inside this block spends its false-alarm rates over
-    `count` looks (membench.findings.document: a run within a budget)."""
-    token = _LOOKS.set(max(1, int(count)))
+def looks(count: int, interim: bool = False):
+    """Evidence drawn inside this block is one of `count` looks of a run
+    within a budget: a round's planner's (interim) or the last."""
+    token = _LOOKS.set((max(1, int(count)), bool(interim)))
     try:
         yield
     finally:
         _LOOKS.reset(token)
+
+
+def look_rate() -> tuple[float, str]:
+    """This look's two-sided rate and how it was spent, in words (module
+    comment above _LOOKS)."""
+    count, interim = _LOOKS.get()
+    if count == 1:
+        return CHANGE_FALSE_ALARM, ""
+    each = min(INTERIM_RATE, CHANGE_FALSE_ALARM / 2 / (count - 1))  # the earlier looks spend at most half
+    last = CHANGE_FALSE_ALARM - (count - 1) * each
+    spent = (f"{percent(each, 1, spaced=False)} at each of the {count - 1} earlier looks of a run within a budget, "
+             f"{percent(last, 1, spaced=False)} at the last: {percent(CHANGE_FALSE_ALARM, spaced=False)} in all")  # fmt: skip
+    return (each, f" (an early look: {spent})") if interim else (last, f" ({spent})")
 
 
 def _values(values) -> np.ndarray:
@@ -203,19 +223,18 @@ def effect(base, new, higher_is_better: bool = True) -> dict:
         how = f"paired t on the log ratios of the {df + 1} rounds that measured both arms, df = {df}"
     else:
         how = f"Welch's t on logs with Hsu's df = {min(n) - 1}"
-    count = _LOOKS.get()
-    level = 1 - CHANGE_FALSE_ALARM / count  # each look's share of the rate (1 look: 95 %)
+    rate_here, over = look_rate()
+    level = 1 - rate_here  # this look's share of the rate (1 look: 95 %)
     low, high = (math.exp(x) for x in interval(d, se, df, level))
     answer = answer_of(low, high, higher_is_better)
     decided = answer != "undecided"
     rate = SAME_FALSE_ALARM if answer == "same" else CHANGE_FALSE_ALARM if decided else None
-    over = "" if count == 1 else f" ({percent(CONFIDENCE, spaced=False)} over the {count} looks of a run within a budget)"
     return {
         "value": math.exp(d),
         "unit": "x",
         "n": n,
         "interval": [low, high],
-        "interval_kind": f"{percent(level, 0 if count == 1 else 1, spaced=False)} interval{over}, {how}",
+        "interval_kind": f"{percent(level, 0 if not over else 1, spaced=False)} interval{over}, {how}",
         "decided": decided,
         "status": "decided" if decided else f"undecided at n={min(n)}",
         "answer": answer,

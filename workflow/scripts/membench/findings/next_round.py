@@ -70,7 +70,7 @@ def findings_so_far(files: list[str], config: dict, system: str, topology: str, 
                                 c2c_classes_csv=names["c2c_classes"], measurements=[str(measurements)],
                                 system_files={system: {"topology": topology, "environment": environment}},
                                 findings_out=str(work / "findings.json"), findings_csv_out=str(work / "findings.csv"),
-                                sections_out=str(work / "sections.json"))  # fmt: skip
+                                sections_out=str(work / "sections.json"), interim=True)  # fmt: skip
         return derived["findings"]
 
 
