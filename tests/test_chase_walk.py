@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers_run import compiled
 from membench.analyse import chase_stats
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,13 +53,8 @@ int main(void)
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):
-    out = tmp_path_factory.mktemp("walk")
-    (out / "driver.c").write_text(DRIVER)
-    exe = out / "driver"
-    cc = subprocess.run(["gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", f"-I{KERNELS / 'families'}", str(out / "driver.c"),
-                         str(KERNELS / "families" / "chase_walk.c"), str(KERNELS / "harness" / "timing.c"), "-lm", "-o", str(exe)], capture_output=True, text=True)
-    assert cc.returncode == 0 and cc.stderr == "", cc.stderr
-    return exe
+    return compiled(tmp_path_factory.mktemp("walk"), DRIVER, KERNELS / "families",
+                    KERNELS / "families" / "chase_walk.c", KERNELS / "harness" / "timing.c")  # fmt: skip
 
 
 def in_c(exe, secs, walk_loads):

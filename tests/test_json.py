@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers_run import compiled
+
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 
 DRIVER = r"""
@@ -73,14 +75,7 @@ int main(void)
 
 @pytest.fixture(scope="module")
 def lines(tmp_path_factory):
-    work = tmp_path_factory.mktemp("json")
-    src = work / "driver.c"
-    src.write_text(DRIVER)
-    exe = work / "driver"
-    cc = subprocess.run(["gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", f"-I{KERNELS / 'harness'}",
-                         str(src), str(KERNELS / "harness" / "json.c"), "-o", str(exe)],
-                        capture_output=True, text=True)
-    assert cc.returncode == 0 and cc.stderr == "", cc.stderr
+    exe = compiled(tmp_path_factory.mktemp("json"), DRIVER, KERNELS / "harness", KERNELS / "harness" / "json.c")
     out = subprocess.run([str(exe)], capture_output=True, check=True, timeout=30).stdout
     return out.decode("utf-8").split("\n")[:-1]
 

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from helpers_run import compiled
 from membench.analyse import hierarchy
 from membench.plan import latency_sweep
 
@@ -57,12 +58,7 @@ int main(void)
 
 @pytest.fixture(scope="module")
 def c_stop(tmp_path_factory):
-    out = tmp_path_factory.mktemp("sweep")
-    (out / "driver.c").write_text(DRIVER)
-    exe = out / "driver"
-    cc = subprocess.run(["gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", f"-I{FAMILIES}", str(out / "driver.c"),
-                         str(FAMILIES / "chase_sweep.c"), "-lm", "-o", str(exe)], capture_output=True, text=True)  # fmt: skip
-    assert cc.returncode == 0 and cc.stderr == "", cc.stderr
+    exe = compiled(tmp_path_factory.mktemp("sweep"), DRIVER, FAMILIES, FAMILIES / "chase_sweep.c")
 
     def run(lines, ns, levels=3, llc=LLC):
         text = f"{levels} {llc} {len(ns)}\n" + "\n".join(f"{a} {b}" for a, b in zip(lines, ns))
