@@ -19,17 +19,23 @@ CONFIG = {
 }
 
 
-@pytest.mark.parametrize("snakefile", ["Snakefile", "workflow/Snakefile"])
-def test_a_workflow_elsewhere_plans_membench_as_a_module(repo, venv_bin, tmp_path, snakefile):
-    (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(CONFIG))
-    (tmp_path / "Snakefile").write_text(
+def write_workflow(folder: Path, config: dict, snakefile: Path) -> None:
+    """Another workflow in `folder`: its config, and a Snakefile that uses
+    every rule of membench's `snakefile` as a module, prefixed membench_."""
+    (folder / "config").mkdir()
+    (folder / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    (folder / "Snakefile").write_text(
         'configfile: "config/config.yaml"\n\n\n'
         "module membench:\n"
-        f"    snakefile: {str(repo / snakefile)!r}\n"
+        f"    snakefile: {str(snakefile)!r}\n"
         "    config: config\n\n\n"
         "use rule * from membench as membench_*\n"
     )
+
+
+@pytest.mark.parametrize("snakefile", ["Snakefile", "workflow/Snakefile"])
+def test_a_workflow_elsewhere_plans_membench_as_a_module(repo, venv_bin, tmp_path, snakefile):
+    write_workflow(tmp_path, CONFIG, repo / snakefile)
     run = subprocess.run([str(venv_bin / "snakemake"), "-n", "--cores", "1"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -50,15 +56,7 @@ def test_a_workflow_elsewhere_measures_and_reports_through_the_module(repo, venv
     report land under that directory."""
     config = {"system": "modbox", "repeats": 1, "ntimes": 3,
               "experiments": {"quick": {"kernel": "stream", "threads": [1], "size": ["2MiB"]}}}  # fmt: skip
-    (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    (tmp_path / "Snakefile").write_text(
-        'configfile: "config/config.yaml"\n\n\n'
-        "module membench:\n"
-        f"    snakefile: {str(repo / 'Snakefile')!r}\n"
-        "    config: config\n\n\n"
-        "use rule * from membench as membench_*\n"
-    )
+    write_workflow(tmp_path, config, repo / "Snakefile")
     run = subprocess.run([str(venv_bin / "snakemake"), "--cores", "2", "--resources", "machine=100"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=600)  # fmt: skip
     out = run.stdout + run.stderr
