@@ -1,23 +1,25 @@
-"""A run as one checkable archive: a Workflow Run RO-Crate (Provenance Run
-Crate profile) made with ro-crate-py (docs/bundle.md).
+"""A run as one checkable archive: an RO-Crate made with ro-crate-py that
+meets the Process, Workflow and Provenance Run Crate profiles (0.6) and
+Workflow RO-Crate (1.1) (docs/bundle.md).
 
-It holds the config, every stored record, each system's topology.json and
-environment.json, findings.json, the report and the figures where they
-exist; every file carries its sha256 and size, which bundle_check reads
-back. What is not copied is described: the code version, each binary's
-sha256, the compiler, the Python packages and each system's machine digest."""
+It holds the config, every stored record, each system's topology.json,
+environment.json and round manifests (and plans), findings.json, the report
+and the figures where they exist; every file carries its sha256, size and
+media type, which bundle_check reads back. What is not copied is described:
+the code version, the harness and each binary with its sha256, the
+compiler, the Python packages and each system's machine digest. The run is
+one CreateAction of the workflow, each round one of the harness
+(membench.store.crate_rounds)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import subprocess
 import tempfile
 import zipfile
 from collections.abc import Callable
-from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote, unquote
@@ -26,15 +28,24 @@ from rocrate.rocrate import ROCrate
 
 from membench.core import layout
 from membench.measure.identity import machine_digest
+from membench.store import crate_rounds
 
-# The profiles the crate names (root dataset conformsTo); bundle_check requires
-# the Workflow Run and Provenance Run ones.
+# The profiles the crate names (root dataset conformsTo) and meets, at the
+# versions that go with the RO-Crate 1.3 and Workflow RO-Crate 1.1 that
+# ro-crate-py 0.16 writes; membench.store.crate_profile checks their MUSTs.
 PROFILES = {
-    "process": "https://w3id.org/ro/wfrun/process/0.5",
-    "workflow": "https://w3id.org/ro/wfrun/workflow/0.5",
-    "provenance": "https://w3id.org/ro/wfrun/provenance/0.5",
-    "workflow_ro_crate": "https://w3id.org/workflowhub/workflow-ro-crate/1.0",
+    "process": "https://w3id.org/ro/wfrun/process/0.6",
+    "workflow": "https://w3id.org/ro/wfrun/workflow/0.6",
+    "provenance": "https://w3id.org/ro/wfrun/provenance/0.6",
+    "workflow_ro_crate": "https://w3id.org/workflowhub/workflow-ro-crate/1.1",
 }
+PROFILE_NAMES = {"process": "Process Run Crate", "workflow": "Workflow Run Crate",
+                 "provenance": "Provenance Run Crate", "workflow_ro_crate": "Workflow RO-Crate"}  # fmt: skip
+# Defines `environment` (an action's environment variables), which RO-Crate's own context lacks.
+WORKFLOW_RUN_CONTEXT = "https://w3id.org/ro/terms/workflow-run/context"
+# The Snakefile's media type: none is registered for Snakemake.
+WORKFLOW_FORMAT = "text/x-snakemake"
+LICENCE_FILES = ("LICENSE", "LICENSE.md", "LICENSE.txt", "COPYING")
 # What a figures-only run builds from the records: the report, the summary
 # tables (findings.json among them), each system's measurements.csv and the
 # figures. A bundle holds them so that a rebuild from its inputs alone can be
@@ -71,6 +82,7 @@ def run_files(results: Path) -> list[Path]:
     for system in layout.systems_with_runs(results):
         folder = layout.system_dir(results, system)
         found += [folder / name for name in SYSTEM_FILES + SYSTEM_BUILT if (folder / name).is_file()]
+        found += crate_rounds.round_files(results, system)
         found += layout.run_files(results, system, "*.jsonl")
     for pattern in BUILT_PATTERNS:
         found += sorted(p for p in results.glob(pattern) if p.is_file())
@@ -125,76 +137,87 @@ def add_checked_file(crate: ROCrate, source: Path, dest: str, properties: dict |
 
 def build_crate(results: Path, config: Path, repo: Path, binaries: Path | None = None) -> ROCrate:
     crate = ROCrate()
+    describe_root(crate, results, repo)
+    workflow, harness, tools = describe_workflow(crate, repo, binaries)
+    config_file = add_checked_file(crate, config, "config.yaml", {"name": "the run's config"})
+    files = {"results/" + p.relative_to(results).as_posix(): p for p in run_files(results)}
+    entities = {name: add_checked_file(crate, path, name) for name, path in files.items()}
+    facts = {name: crate_rounds.facts_of(path) for name, path in files.items() if name.endswith(".jsonl")}
+    machines = {}
+    for topology in layout.topology_files(results):
+        digest = machine_digest(json.loads(topology.read_text()))
+        machines[topology.parent.name] = crate.add_jsonld({"@id": f"#machine-{topology.parent.name}", "@type": "PropertyValue",
+                                                           "name": f"machine digest of {topology.parent.name}", "value": digest})  # fmt: skip
+    agent = crate.add_jsonld({"@id": "#operator", "@type": "Person", "name": operator_name(repo)})
+    action = crate.add_action(workflow, identifier="#run", object=[config_file] + list(machines.values()),
+                              result=list(entities.values()),
+                              properties={"@type": "CreateAction", "name": f"membench run {results.name}"})  # fmt: skip
+    starts, ends = [f.start for f in facts.values() if f.start is not None], [f.end for f in facts.values() if f.end is not None]
+    if starts and ends:
+        action["startTime"], action["endTime"] = _iso(min(starts)), _iso(max(ends))
+    action["agent"] = agent
+    run = crate_rounds.Run(results, entities, facts, harness, tools, machines, config_file, agent)
+    rounds = [crate_rounds.add_round_action(crate, path, name, run) for name, path in files.items()
+              if crate_rounds.is_round_manifest(name)]  # fmt: skip
+    crate.root_dataset["mentions"] = [action] + rounds
+    return crate
+
+
+def describe_root(crate: ROCrate, results: Path, repo: Path) -> None:
+    """The root's name, description, profiles (each a CreativeWork of the
+    crate) and licence; the workflow-run context, which defines the
+    actions' `environment`."""
     crate.root_dataset["name"] = f"membench run: {results.name}"
     systems = layout.systems_with_runs(results)
     crate.root_dataset["description"] = (
         f"Memory bandwidth and latency measured by membench on {', '.join(systems) or 'no system'}: the config, "
-        "every stored record, each system's topology and environment, and what the report was built from them."
+        "every stored record, each system's topology and environment, each measuring round's manifest, and what "
+        "the report was built from them."
     )
     crate.root_dataset["conformsTo"] = [{"@id": url} for url in PROFILES.values()]
-    for url in PROFILES.values():
-        crate.add_jsonld({"@id": url, "@type": "CreativeWork", "name": url.rsplit("/", 2)[-2]})
+    for key, url in PROFILES.items():
+        if crate.get(url) is None:  # ro-crate-py adds Workflow RO-Crate's itself
+            crate.add_jsonld({"@id": url, "@type": "CreativeWork", "name": PROFILE_NAMES[key],
+                              "version": url.rsplit("/", 1)[-1]})  # fmt: skip
+    crate.root_dataset["license"] = crate.add_jsonld(licence(repo))
+    if WORKFLOW_RUN_CONTEXT not in crate.metadata.extra_contexts:
+        crate.metadata.extra_contexts.append(WORKFLOW_RUN_CONTEXT)
+
+
+def describe_workflow(crate: ROCrate, repo: Path, binaries: Path | None):
+    """The Snakefile as the main workflow: its code version (isPartOf), the
+    compiler and Python packages it needs (softwareRequirements) and its
+    tools, the harness and the binaries (hasPart). -> (workflow, harness, binaries)."""
     workflow = crate.add_workflow(repo / "Snakefile", dest_path="Snakefile", main=True, lang="snakemake")
     snakefile = (repo / "Snakefile").read_bytes()
     workflow["sha256"], workflow["contentSize"] = sha256_of(snakefile), str(len(snakefile))
-    config_file = add_checked_file(crate, config, "config.yaml", {"name": "the run's config"})
-    outputs = [
-        add_checked_file(crate, path, "results/" + path.relative_to(results).as_posix()) for path in run_files(results)
-    ]
-    software = [
-        crate.add_jsonld({"@id": "#membench", "@type": "SoftwareSourceCode", "name": "membench",
-                          "version": code_version(repo)}),
-        crate.add_jsonld({"@id": "#compiler", "@type": "SoftwareApplication", "name": compiler_version()}),
-    ]  # fmt: skip
-    for name, version in pinned_packages(repo).items():
-        software.append(crate.add_jsonld({"@id": f"#python-{name}", "@type": "SoftwareApplication",
-                                          "name": name, "softwareVersion": version}))  # fmt: skip
-    for binary in sorted(binaries.iterdir()) if binaries and binaries.is_dir() else []:
-        if binary.is_file():
-            software.append(crate.add_jsonld({"@id": f"#binary-{binary.name}", "@type": "SoftwareApplication",
-                                              "name": binary.name, "sha256": sha256_of(binary.read_bytes())}))  # fmt: skip
-    machines = []
-    for topology in layout.topology_files(results):
-        digest = machine_digest(json.loads(topology.read_text()))
-        machines.append(crate.add_jsonld({"@id": f"#machine-{topology.parent.name}", "@type": "PropertyValue",
-                                          "name": f"machine digest of {topology.parent.name}", "value": digest}))  # fmt: skip
-    action = crate.add_action(workflow, identifier="#run", object=[config_file], result=outputs,
-                              properties={"@type": "CreateAction", "name": f"membench run {results.name}"})  # fmt: skip
-    action["additionalType"] = {"@id": "#software"}
-    start, end = run_span(run_files(results))
-    if start is not None:
-        action["startTime"], action["endTime"] = start, end
-    action["agent"] = crate.add_jsonld({"@id": "#operator", "@type": "Person", "name": operator_name(repo)})
-    crate.add_jsonld({"@id": "#software", "@type": "Collection", "name": "software and machines of the run",
-                      "hasPart": [{"@id": e.id} for e in software + machines]})  # fmt: skip
-    return crate
+    workflow["encodingFormat"] = WORKFLOW_FORMAT
+    version = code_version(repo)
+    workflow["isPartOf"] = crate.add_jsonld({"@id": "#membench", "@type": "SoftwareSourceCode", "name": "membench",
+                                             "version": version})  # fmt: skip
+    needs = [crate.add_jsonld({"@id": "#compiler", "@type": "SoftwareApplication", "name": compiler_version()})]
+    for name, installed in pinned_packages(repo).items():
+        needs.append(crate.add_jsonld({"@id": f"#python-{name}", "@type": "SoftwareApplication", "name": name,
+                                       "softwareVersion": installed}))  # fmt: skip
+    workflow["softwareRequirements"] = needs
+    harness, tools = crate_rounds.add_tools(crate, workflow, repo, binaries, version)
+    return workflow, harness, tools
 
 
-def run_span(files: list[Path]) -> tuple[str | None, str | None]:
-    """The first record's start and the last one's end (ISO 8601, UTC)
-    over the repetition files; (None, None) when no record has times."""
-    starts, ends = [], []
-    for path in (p for p in files if p.suffix == ".jsonl"):
-        for line in path.read_text().splitlines():
-            record = json.loads(line) if line.strip() else {}
-            starts += [record["t_start"]] if _moment(record.get("t_start")) else []
-            ends += [record["t_end"]] if _moment(record.get("t_end")) else []
-    if not starts or not ends:
-        return None, None
-    return _iso(min(starts)), _iso(max(ends))
+def licence(repo: Path) -> dict:
+    """The checkout's licence (the first line of its LICENSE file), or an
+    entity that says none is stated."""
+    for name in LICENCE_FILES:
+        if (repo / name).is_file():
+            lines = (line.strip() for line in (repo / name).read_text(errors="replace").splitlines())
+            return {"@id": "#license", "@type": "CreativeWork", "name": next((s for s in lines if s), name)[:200],
+                    "description": f"the licence of the membench checkout the run was made with ({name})"}  # fmt: skip
+    return {"@id": "#license", "@type": "CreativeWork", "name": "no licence stated",
+            "description": "membench states no licence for its code or for a run's data; the run's owner names "
+                           "one before publishing the bundle"}  # fmt: skip
 
 
-# The latest moment a record's time may name (year 9999): a later one (1e300)
-# is no time a run had, and datetime cannot write it.
-LAST_MOMENT = 253402300799
-
-
-def _moment(value) -> bool:
-    return type(value) in (int, float) and math.isfinite(value) and 0 <= value <= LAST_MOMENT
-
-
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds")
+LAST_MOMENT, _moment, _iso = crate_rounds.LAST_MOMENT, crate_rounds.moment, crate_rounds.iso
 
 
 def operator_name(repo: Path) -> str:

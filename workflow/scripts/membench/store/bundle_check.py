@@ -12,8 +12,8 @@ In order, each failure refused in one line `<bundle>: refused: <what>`:
   3. ro-crate-metadata.json, parsed here with the bounded strict reader
      (strict_json): a JSON object with an @graph list; only then is it
      handed to ro-crate-py, as that dict (never a string it might fetch or
-     open), which must load it; it names the Workflow Run and Provenance
-     Run Crate profiles and lists every file under one spelling;
+     open), which must load it; it lists every file under one spelling and
+     meets the MUSTs of the profiles it names (crate_profile);
   4. every listed file present, hashed in chunks: its sha256 and size as
      listed; no file unlisted;
   5. records (.jsonl) read line by line with the reader a results folder
@@ -41,12 +41,12 @@ import yaml
 from rocrate.rocrate import ROCrate
 
 from membench.core import record_schema
-from membench.store import stored
-from membench.store.bundle import PROFILES, crate_id, is_built, member_name
+from membench.store import crate_profile, stored
+from membench.store.bundle import crate_id, is_built, member_name
 
 METADATA = "ro-crate-metadata.json"
 PREVIEW = "ro-crate-preview.html"
-REQUIRED_PROFILES = [PROFILES["workflow"], PROFILES["provenance"]]
+REQUIRED_PROFILES = crate_profile.CLAIMED
 # Written by ro-crate-py itself, and not data of the run: never listed, and
 # the preview is never read nor unpacked.
 UNLISTED = {METADATA, PREVIEW}
@@ -310,6 +310,8 @@ def load_crate(archive: zipfile.ZipFile) -> ROCrate:
         raise Unusable(f"{METADATA}: {len(document['@graph'])} entities, more than the {MAX_GRAPH} a bundle may list")
     if not all(type(e) is dict and type(e.get("@id")) is str for e in document["@graph"]):
         raise Unusable(f"{METADATA}: an @graph entry that is not an object with an @id")
+    if problem := crate_profile.context_problem(document):
+        raise Unusable(f"{METADATA}: {problem}")
     try:
         return ROCrate(document)
     except Exception as error:  # whatever ro-crate-py makes of a malformed graph
@@ -326,29 +328,21 @@ def _file_entities(crate: ROCrate) -> list:
 
 
 def listing_problem(crate: ROCrate) -> str | None:
-    """A missing profile; a listed file whose @id is not the one
-    bundle.crate_id gives its name (two spellings of one file), or whose
-    name leaves the bundle."""
-    named = {_id_of(p) for p in _as_list(crate.root_dataset.get("conformsTo"))}
-    for profile in REQUIRED_PROFILES:
-        if profile not in named:
-            return f"{METADATA}: does not name the profile {profile}"
+    """A listed file whose @id is not the one bundle.crate_id gives its
+    name (two spellings of one file), or whose name leaves the bundle; then
+    a MUST of the profiles named (crate_profile.profile_problem)."""
     for entity in _file_entities(crate):
         name = member_name(entity.id)
         if not safe_member(name) or name.endswith("/"):
             return f"{name}: listed in the crate with a path outside the bundle"
         if entity.id != crate_id(name):
             return f"{entity.id}: listed in the crate as {entity.id}, not as {crate_id(name)}"
-    return None
+    return crate_profile.profile_problem(crate)
 
 
 def _id_of(reference) -> str:
     """ro-crate-py gives a reference as an entity, a dict or a plain id."""
     return getattr(reference, "id", None) or (reference.get("@id") if isinstance(reference, dict) else str(reference))
-
-
-def _as_list(value) -> list:
-    return value if isinstance(value, list) else [] if value is None else [value]
 
 
 def content_problem(archive: zipfile.ZipFile, listed: dict[str, dict], findings_schema: Path) -> str | None:
