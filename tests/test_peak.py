@@ -17,7 +17,7 @@ from membench.plan import grammar
 from membench.analyse import peak
 from membench.figures import peak_lines
 from membench.report import render as report
-from report_context import context_of
+from report_context import ENVIRONMENT, context_of, stored_row
 from membench.analyse import stats
 from membench.probe import topology
 from membench.plan import variants
@@ -124,17 +124,7 @@ def test_neither_source_is_unknown():
 
 
 def record(**values):
-    base = dict(
-        system="box", experiment="numa", cell="numa/local", kernel="stream", variant="default", op="triad",
-        threads_requested=2, threads=2, affinity="close", policy_requested="default", policy="default", pages="4k",
-        init="parallel", size_requested=2**30, size_bytes=2**30, load_delay_requested=0, status="ok", reason=None,
-        gbps=60.0, gbps_wa=80.0, ns_per_load=math.nan, working_set_bytes=math.nan, hugepage_fraction=0.0,
-        cpus="[0, 1]", page_nodes='{"0": 1.0}', migrated=False, placement_problems=None,
-        # triad per element as the harness records it from the kernel table: 24 B by
-        # STREAM's count, 32 with write-allocate, of which 24 read and 8 written
-        bytes_per_iter=24, bytes_per_iter_wa=32, bytes_read_per_iter=24, bytes_written_per_iter=8,
-    )  # fmt: skip
-    return {**base, **values}
+    return stored_row({"cell": "numa/local", "gbps": 60.0, "gbps_wa": 80.0}, **values)
 
 
 def numa_cells() -> pd.DataFrame:
@@ -196,10 +186,6 @@ TOPOLOGY = {
     "cpus": [{"cpu": c, "core": c, "package": c // 2, "node": c // 2, "siblings": [c]} for c in range(4)],
     "nodes": [{"node": n, "cpus": [2 * n, 2 * n + 1], "memory_bytes": 2**34, "distances": [10, 21]} for n in range(2)],
     "caches": [],
-}  # fmt: skip
-ENVIRONMENT = {
-    "hostname": "box", "kernel": "6.1", "virtualized": False, "thp_enabled": "madvise", "thp_defrag": "madvise",
-    "hugepages": {}, "numa_balancing": 0, "zone_reclaim_mode": 0, "governor": None, "compiler": "gcc 12",
 }  # fmt: skip
 
 

@@ -10,7 +10,7 @@ import pytest
 from markupsafe import Markup
 
 from membench.report import render
-from report_context import context_of
+from report_context import ENVIRONMENT, context_of, stored_row
 from membench.analyse import stats
 
 TOPOLOGY = {
@@ -22,23 +22,10 @@ TOPOLOGY = {
     ],
     "caches": [{"level": 3, "type": "Unified", "size_bytes": 2**20, "line_bytes": 64, "shared_cpus": [0, 1]}],
 }  # fmt: skip
-ENVIRONMENT = {
-    "hostname": "box", "kernel": "6.1", "virtualized": False, "thp_enabled": "madvise", "thp_defrag": "madvise",
-    "hugepages": {}, "numa_balancing": 0, "zone_reclaim_mode": 0, "governor": None, "compiler": "gcc 12",
-}  # fmt: skip
 
 
 def record(**values):
-    base = dict(
-        system="box", experiment="numa", cell="numa/stream-default/x", kernel="stream", variant="default", op="triad",
-        threads_requested=2, threads=2, affinity="close", policy_requested="default", policy="default", pages="4k",
-        init="parallel", size_requested=2**30, size_bytes=2**30, load_delay_requested=0, status="ok", reason=None,
-        gbps=10.0, gbps_wa=13.0, ns_per_load=math.nan, working_set_bytes=math.nan, hugepage_fraction=0.0,
-        # triad's bytes from the kernel table (per element): 2 reads + 1 write-allocate read, 1 write-back
-        bytes_per_iter=24, bytes_per_iter_wa=32, bytes_read_per_iter=24, bytes_written_per_iter=8, arrays=3,
-        cpus="[0, 1]", page_nodes='{"0": 1.0}', migrated=False, placement_problems=None,
-    )  # fmt: skip
-    return {**base, **values}
+    return stored_row({"arrays": 3}, **values)
 
 
 @pytest.fixture(scope="module")
