@@ -1,7 +1,7 @@
 """What several tests do to get something to run: a copy of the workflow
 changed by a few files and nothing more, a C driver compiled against the
-kernels, a measured study copied as a user copies it (cp -a), a folder
-where `make compare` runs. A helper of the tests, not a test itself."""
+kernels, Snakemake run as a user runs it, a measured study copied as a
+user copies it (cp -a), a folder where `make compare` runs. A helper of the tests, not a test itself."""
 
 from __future__ import annotations
 
@@ -40,6 +40,14 @@ def compiled(folder: Path, source: str, include: Path, *sources: Path) -> Path:
                          *map(str, sources), "-lm", "-o", str(exe)], capture_output=True, text=True)  # fmt: skip
     assert cc.returncode == 0 and cc.stderr == "", cc.stderr
     return exe
+
+
+def snakemake(workdir: Path, venv_bin: Path, *args: str, config: str = "tiny.yaml") -> subprocess.CompletedProcess:
+    """Snakemake on 2 cores in `workdir` with that config file, as a user runs it."""
+    return subprocess.run(
+        [str(venv_bin / "snakemake"), "--cores", "2", "--configfile", config, *args],
+        cwd=workdir, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
 
 
 def copied(measured: Path, target: Path) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import copy_workflow
+from helpers_run import changed_copy, edit_once
 from membench.findings import answers
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "new_family"
@@ -66,33 +66,24 @@ CONFIG = {
 }
 
 
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert text.count(old) == 1, f"{path.name}: {old!r} is not there once"
-    path.write_text(text.replace(old, new))
-
-
 def add_fill_family(workdir: Path) -> None:
     families_dir = workdir / "kernels" / "families"
     (families_dir / "fill.c").write_text((FIXTURE / "fill.c").read_text())
     table = families_dir / "kernel_table.c"
-    edit(table, "\nconst mb_family_t mb_family_table[] = {", TABLE_DECLARATIONS)
-    edit(table, "\n};\nconst size_t mb_family_count", FAMILY_ROW)
-    edit(table, "\n};\nconst size_t mb_kernel_count", KERNEL_ROWS)
+    edit_once(table, "\nconst mb_family_t mb_family_table[] = {", TABLE_DECLARATIONS)
+    edit_once(table, "\n};\nconst size_t mb_family_count", FAMILY_ROW)
+    edit_once(table, "\n};\nconst size_t mb_kernel_count", KERNEL_ROWS)
     variants_file = families_dir / "variants.yaml"
     # every binary holds the whole kernel table: the family's file joins the common sources too
-    edit(variants_file, "families/kernel_table.c, ", "families/kernel_table.c, families/fill.c, ")
+    edit_once(variants_file, "families/kernel_table.c, ", "families/kernel_table.c, families/fill.c, ")
     variants_file.write_text(variants_file.read_text() + VARIANTS_ENTRY)
-    edit(workdir / "workflow" / "scripts" / "membench" / "plan" / "families.py", "\n}  # fmt: skip", "\n" + FAMILIES_ROW)
+    families_py = workdir / "workflow" / "scripts" / "membench" / "plan" / "families.py"
+    edit_once(families_py, "\n}  # fmt: skip", "\n" + FAMILIES_ROW)
 
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory, venv_bin):
-    workdir = copy_workflow(tmp_path_factory.mktemp("new_family"))
-    add_fill_family(workdir)
-    status = subprocess.run(["git", "-C", str(workdir), "status", "--porcelain", "--untracked-files=all"],
-                            capture_output=True, text=True, check=True).stdout  # fmt: skip
-    assert {line[3:] for line in status.splitlines()} == FOUR_FILES
+    workdir = changed_copy(tmp_path_factory.mktemp("new_family"), add_fill_family, FOUR_FILES)
     (workdir / "fill.yaml").write_text(yaml.safe_dump(CONFIG))
     out = subprocess.run([str(venv_bin / "snakemake"), "--cores", "2", "--configfile", "fill.yaml"],
                          cwd=workdir, capture_output=True, text=True, timeout=600)  # fmt: skip

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_workflow
+from helpers_run import changed_copy, edit_once
 from membench.measure import harness
 from membench.plan import checks, rounds, variants
 from membench.plan.request import Request
@@ -77,27 +77,17 @@ print(json.dumps(out))
 """
 
 
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert text.count(old) == 1, f"{path.name}: {old!r} is not there once"
-    path.write_text(text.replace(old, new))
-
-
 def add_chase_stride(workdir: Path) -> None:
     plan = workdir / "workflow" / "scripts" / "membench" / "plan"
-    edit(plan / "knobs.py", '    Knob("sweep_from",', KNOB_ROW)
-    edit(plan / "families.py", CHASE_FAMILY.replace('"chase_stride", ', ""), CHASE_FAMILY)
-    edit(workdir / "workflow" / "schemas" / "config.schema.yaml", "      sweep_from:", CONFIG_KEY)
-    edit(workdir / "workflow" / "schemas" / "record.schema.yaml", "  chase_group_requested:", RECORD_KEY)
+    edit_once(plan / "knobs.py", '    Knob("sweep_from",', KNOB_ROW)
+    edit_once(plan / "families.py", CHASE_FAMILY.replace('"chase_stride", ', ""), CHASE_FAMILY)
+    edit_once(workdir / "workflow" / "schemas" / "config.schema.yaml", "      sweep_from:", CONFIG_KEY)
+    edit_once(workdir / "workflow" / "schemas" / "record.schema.yaml", "  chase_group_requested:", RECORD_KEY)
 
 
 @pytest.fixture(scope="module")
 def copy(tmp_path_factory, option_listings):
-    workdir = copy_workflow(tmp_path_factory.mktemp("new_knob"))
-    add_chase_stride(workdir)
-    status = subprocess.run(["git", "-C", str(workdir), "status", "--porcelain", "--untracked-files=all"],
-                            capture_output=True, text=True, check=True).stdout  # fmt: skip
-    assert {line[3:] for line in status.splitlines()} == FOUR_FILES
+    workdir = changed_copy(tmp_path_factory.mktemp("new_knob"), add_chase_stride, FOUR_FILES)
     (workdir / "probe.json").write_text(json.dumps(CONFIG))
     (workdir / "listings.json").write_text(json.dumps(option_listings))
     out = subprocess.run([sys.executable, "-c", PROBE, str(workdir), str(workdir / "probe.json"),
