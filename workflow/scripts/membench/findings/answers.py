@@ -203,7 +203,7 @@ def _one_node(runs: pd.DataFrame, cells: list[str], nodes: int | None) -> bool:
 def placement_answer(cells: pd.DataFrame, runs: pd.DataFrame, modes: pd.DataFrame, cpus: int, nodes: int | None = None) -> dict:
     """Colfax: none vs close vs spread at each thread count, in the mean
     (an effect per op) and in the spread (each cell's coefficient of
-    variation); modes placement explains; placements on the same CPUs."""
+    variation); modes a recorded factor explains; placements on the same CPUs."""
     column, _ = metric_of("stream")
     ops = _ops(cells)
     if "affinity" not in _varying(cells):
@@ -239,7 +239,7 @@ def placement_answer(cells: pd.DataFrame, runs: pd.DataFrame, modes: pd.DataFram
     if modes is not None and not modes.empty:
         explained = modes[modes["verdict"] == "explained"]
         if not explained.empty:
-            text += f"; modes placement explains in {explained['cell'].nunique()} cell(s): " + "; ".join(
+            text += f"; modes a recorded factor explains in {explained['cell'].nunique()} cell(s): " + "; ".join(
                 dict.fromkeys(str(x) for x in explained["explanation"].head(3)))
     return finding("colfax", main, details, text)
 

@@ -323,7 +323,7 @@ def hierarchy_headline(levels: dict | None) -> list[dict]:
 
 VERDICT_WORDS = {
     "unexplained": "with modes nothing recorded explains",
-    "explained": "with modes placement explains",
+    "explained": "with modes a recorded factor explains",
     "same placement": "with modes under one placement",
 }
 
