@@ -105,7 +105,7 @@ def _past_the_caches(chase: pd.DataFrame) -> pd.DataFrame:
     if "op" in chase:
         chase = chase[chase["op"] == "random"]
     if chase.empty or not {"llc_usable_bytes", "pointer_spacing_bytes", "line_bytes"}.issubset(chase):
-        return chase.iloc[0:0]
+        return chase  # records without the cache sizes: the largest working set stands alone (as before)
     touched = [latency_sweep.touched_bytes(float(ws), spacing, int(line)) if pd.notna(line) else 0.0
                for ws, spacing, line in zip(chase["working_set_bytes"], chase["pointer_spacing_bytes"], chase["line_bytes"])]  # fmt: skip
     return chase[pd.Series(touched, index=chase.index) >= memory_plateau.LLC_REACH * chase["llc_usable_bytes"].astype(float)]
