@@ -16,8 +16,8 @@ Workflow RO-Crate 1.1), each failure one line naming the entity:
     setting a PropertyValue with a name and a value; a crate whose actions
     use `environment` names the workflow-run context that defines it.
 And membench's own rules on top of them: the root mentions every action;
-every listed round manifest is the result of a CreateAction (one action a
-round); every listed file has an encodingFormat."""
+every listed round manifest is the result of a CreateAction of a tool
+(one action a round, not only the workflow's run); every listed file has an encodingFormat."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def profile_problem(crate) -> str | None:
         )
         if problem:
             return problem
-    return _files_problem(graph, actions)
+    return _files_problem(graph, actions, main)
 
 
 def types(properties) -> set[str]:
@@ -122,13 +122,16 @@ def _action_problem(graph: dict, identifier: str, action: dict, main: str, tools
     return None
 
 
-def _files_problem(graph: dict, actions: dict) -> str | None:
-    made = {r for i, a in actions.items() if "CreateAction" in types(a) for r in _ids(a.get("result"))}
+def _files_problem(graph: dict, actions: dict, main: str) -> str | None:
+    """A listed file with no encodingFormat; a round manifest no tool run
+    (a CreateAction of a tool other than the main workflow) made."""
+    made = {r for a in actions.values() if "CreateAction" in types(a) and main not in _ids(a.get("instrument"))
+            for r in _ids(a.get("result"))}  # fmt: skip
     for identifier, properties in graph.items():
         if "File" not in types(properties) or identifier.startswith("#") or identifier == METADATA:
             continue
         if not properties.get("encodingFormat"):
             return f"{unquote(identifier)}: a listed file with no encodingFormat"
         if is_round_manifest(unquote(identifier)) and identifier not in made:
-            return f"{unquote(identifier)}: a round's manifest that no CreateAction has as result (one action a round)"
+            return f"{unquote(identifier)}: a round's manifest that no tool's CreateAction has as result (one action a round)"
     return None

@@ -158,7 +158,7 @@ def add_round_action(crate, manifest: Path, name: str, run: Run):
                               result=[run.files[m] for m in repetitions] + [run.files[name]],
                               properties={"@type": "CreateAction", "name": f"{system} {planned}round {k}",
                                           "description": f"measure_round.py --system {system} --round {k}: "
-                                                         f"{len(repetitions)} repetition files"})  # fmt: skip
+                                                         f"{len(repetitions)} repetition file{'' if len(repetitions) == 1 else 's'}"})  # fmt: skip
     facts = [run.facts[m] for m in repetitions if m in run.facts]
     starts, ends = [f.start for f in facts if f.start is not None], [f.end for f in facts if f.end is not None]
     if starts and ends:
