@@ -60,19 +60,25 @@ def positive(value) -> bool:
     return type(value) in (int, float) and math.isfinite(value) and value > 0
 
 
-def _json_object(path: Path) -> dict | None:
-    """A results folder's system file or findings.json as a JSON object
-    (bundle_check.strict_json); None where absent; ReferenceError where it
-    is something else."""
+def json_object(path: Path) -> dict | None:
+    """A system file or findings.json as a JSON object
+    (bundle_check.strict_json); None where absent; bundle_check.Unusable,
+    saying why, where it is something else (the caller names the file)."""
     if not path.is_file():
         return None
+    document = bundle_check.strict_json(path.read_bytes())
+    if type(document) is not dict:
+        raise bundle_check.Unusable(f"a JSON {type(document).__name__}, not an object")
+    return document
+
+
+def _json_object(path: Path) -> dict | None:
+    """A results folder's system file or findings.json (json_object);
+    ReferenceError where it is not a JSON object."""
     try:
-        document = bundle_check.strict_json(path.read_bytes())
+        return json_object(path)
     except bundle_check.Unusable as error:
         raise ReferenceError(f"{path}: refused: {error}") from None
-    if type(document) is not dict:
-        raise ReferenceError(f"{path}: refused: a JSON {type(document).__name__}, not an object")
-    return document
 
 
 def known_names(atlas: list[dict]) -> list[str]:

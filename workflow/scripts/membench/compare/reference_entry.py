@@ -189,17 +189,12 @@ def entry_from_bundle(bundle: Path, name: str, address: str, findings_schema: Pa
 def _object(bundle: Path, path: Path, required: bool = False) -> dict | None:
     """A system file or findings.json of the unpacked bundle: a JSON object
     (bundle_check.strict_json), None where it is absent and not required."""
-    if not path.is_file():
-        if required:
-            raise refuse(f"{bundle}: {path.name} missing for the system taken")
-        return None
+    if required and not path.is_file():
+        raise refuse(f"{bundle}: {path.name} missing for the system taken")
     try:
-        document = bundle_check.strict_json(path.read_bytes())
+        return reference.json_object(path)
     except bundle_check.Unusable as error:
         raise refuse(f"{bundle}: {path.name}: {error}") from None
-    if type(document) is not dict:
-        raise refuse(f"{bundle}: {path.name}: a JSON {type(document).__name__}, not an object")
-    return document
 
 
 def write_entry(document: dict, atlas_dir: Path) -> Path:
