@@ -31,12 +31,33 @@ include: "workflow/rules/analyse.smk"
 include: "workflow/rules/report.smk"
 
 
-# Once, in the Snakemake that plans (never in a job's): the run lock, stale
-# round manifests, the index files. Here, before the job graph is built, not
-# in onstart (which runs after it): they decide which jobs run. A dry run
-# writes and holds nothing (membench.core.run_start says what it does instead).
+# On a cluster (profiles/slurm) the light end of the pipeline runs in the
+# submitting Snakemake: seconds of work each, not four queue waits in a row.
+# Named as the rules are named here: as a module of another workflow
+# (`use rule * from membench as membench_*`) a plain localrules directive names
+# rules that are not there, and Snakemake warns.
+workflow.localrules(
+    *(
+        workflow.modifier.modify_rulename(name)
+        for name in (
+            "collect_runs",
+            "analyse_measurements",
+            "find_answers",
+            "plot_figure",
+            "render_report",
+        )
+    )
+)
+
+
+# Once, in the Snakemake that plans (never in a job's): what planning has to
+# say, the run lock, stale round manifests, the index and study files; a
+# figures-only run that cannot draw stops here. Here, before the job graph
+# is built, not in onstart (which runs after it): they decide which jobs
+# run. A dry run writes and holds nothing (membench.core.run_start says
+# what it does instead).
 if workflow.is_main_process:
-    start_run()
+    STARTED = start_run()
 
 
 # Snakemake alone never stops a running job (SIGTERM waits for it, SIGINT

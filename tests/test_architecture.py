@@ -142,17 +142,74 @@ def test_no_source_file_over_500_lines():
     assert too_long == []
 
 
-def test_planning_loads_no_measurement_analysis_or_plotting():
-    """What common.smk imports, imported alone in a fresh interpreter."""
-    common = (REPO / "workflow" / "rules" / "common.smk").read_text()
-    statements = re.findall(r"^from membench[.\w]* import \(?[^)\n]*\)?", common, flags=re.M)
-    assert statements, "common.smk imports nothing of membench?"
+RULES = REPO / "workflow" / "rules"
+# Read by a figures-only plan alone (common.smk includes it then): it may load store/.
+FIGURES_ONLY_RULES = {"stored.smk"}
+# The one call that says what planning has to say (start_run).
+SAYS = {"run_start.smk"}
+# Run after Snakemake parsed the workflow, never while it parses.
+HANDLERS = ("onstart:", "onerror:", "onsuccess:")
+
+
+def snakemake_files() -> list[Path]:
+    return [REPO / "Snakefile", REPO / "workflow" / "Snakefile", *sorted(RULES.glob("*.smk"))]
+
+
+def loaded_by(paths: list[Path]) -> list[str]:
+    """What the membench imports of these .smk files load, imported alone
+    in a fresh interpreter."""
+    statements = [s for path in paths
+                  for s in re.findall(r"^from membench[.\w]* import \(?[^)\n]*\)?", path.read_text(), flags=re.M)]
+    assert statements, f"{[p.name for p in paths]} import nothing of membench?"
     probe = "\n".join(["import sys", f"sys.path.insert(0, {str(PACKAGE.parent)!r})", *statements,
                        "print('\\n'.join(sorted(sys.modules)))"])
-    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
-    forbidden = [m for m in loaded if m.split(".")[0] in ("pandas", "numpy", "matplotlib", "seaborn", "scipy")
-                 or stage(m) in ("measure", "store", "analyse", "findings", "figures", "report", "compare")]
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+
+
+def heavy(module: str, stages: tuple[str, ...]) -> bool:
+    return module.split(".")[0] in ("pandas", "numpy", "matplotlib", "seaborn", "scipy") or stage(module) in stages
+
+
+def test_planning_loads_no_measurement_analysis_or_plotting():
+    """What common.smk and every .smk file a measuring plan reads import."""
+    planning = [p for p in RULES.glob("*.smk") if p.name not in FIGURES_ONLY_RULES]
+    assert RULES / "common.smk" in planning
+    loaded = loaded_by(planning)
+    forbidden = [m for m in loaded if heavy(m, ("measure", "store", "analyse", "findings", "figures", "report", "compare"))]
     assert forbidden == [], f"planning loads {forbidden}"
+
+
+def test_a_figures_only_plan_loads_the_stored_runs_and_no_analysis_or_plotting():
+    loaded = loaded_by([RULES / "common.smk", *(RULES / name for name in sorted(FIGURES_ONLY_RULES))])
+    forbidden = [m for m in loaded if heavy(m, ("measure", "analyse", "findings", "figures", "report", "compare"))]
+    assert forbidden == [], f"a figures-only plan loads {forbidden}"
+
+
+def parse_time_lines(path: Path):
+    """(line number, line, the top-level statement it belongs to) of every
+    line Snakemake runs while it parses (or, in a function, when it plans):
+    all but the handlers' bodies, which run after."""
+    block = ""
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip() and not line[0].isspace() and not line.startswith("#"):
+            block = line
+        if not block.startswith(HANDLERS):
+            yield number, line, block
+
+
+def test_no_import_in_a_function_or_block_and_no_print_while_snakemake_parses():
+    """A .smk file imports at its top only: an import inside a function or
+    an if escapes the planning tests above. Nothing prints while Snakemake
+    parses but start_run, which says what planning has to say (SAYS)."""
+    found = []
+    for path in snakemake_files():
+        for number, line, block in parse_time_lines(path):
+            where = f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+            if re.match(r"\s+(import\s|from\s+\S+\s+import\s)", line):
+                found.append(f"{where} (inside {block.split()[0]})")
+            if re.search(r"\bprint\(", line) and path.name not in SAYS:
+                found.append(where)
+    assert found == []
 
 
 @pytest.mark.parametrize("stage_name", STAGES)

@@ -15,7 +15,7 @@ rule collect_runs:
         experiments=CONFIG["experiments"],
         variants=str(VARIANTS_FILE),
         report="results/report.html",
-        stored=stored_fingerprint,
+        stored=stored_fingerprint if FIGURES_ONLY else "",
     script:
         "../scripts/collect_runs.py"
 
@@ -25,11 +25,11 @@ rule analyse_measurements:
         measurements=expand("results/{system}/measurements.csv", system=SYSTEMS),
         code=PACKAGE_SOURCES,
     output:
-        cells="results/summary/cells.csv",
-        problems="results/summary/problems.csv",
-        modes="results/summary/modes.csv",
-        c2c_classes="results/summary/c2c_classes.csv",
-        c2c_pairs="results/summary/c2c_pairs.csv",
+        cells=SUMMARY["cells"],
+        problems=SUMMARY["problems"],
+        modes=SUMMARY["modes"],
+        c2c_classes=SUMMARY["c2c_classes"],
+        c2c_pairs=SUMMARY["c2c_pairs"],
     log:
         "logs/analyse_measurements.log",
     conda:
@@ -44,10 +44,10 @@ rule analyse_measurements:
 # terminal, as data (membench.findings); the report only formats them.
 rule find_answers:
     input:
-        cells="results/summary/cells.csv",
-        problems="results/summary/problems.csv",
-        modes="results/summary/modes.csv",
-        c2c_classes="results/summary/c2c_classes.csv",
+        cells=SUMMARY["cells"],
+        problems=SUMMARY["problems"],
+        modes=SUMMARY["modes"],
+        c2c_classes=SUMMARY["c2c_classes"],
         measurements=expand("results/{system}/measurements.csv", system=SYSTEMS),
         topology=expand("results/{system}/topology.json", system=SYSTEMS),
         environment=expand("results/{system}/environment.json", system=SYSTEMS),
@@ -57,9 +57,9 @@ rule find_answers:
         ],
         code=PACKAGE_SOURCES,
     output:
-        findings="results/summary/findings.json",
-        findings_csv="results/summary/findings.csv",
-        sections="results/summary/sections.json",
+        findings=SUMMARY["findings"],
+        findings_csv=SUMMARY["findings_csv"],
+        sections=SUMMARY["sections"],
     log:
         "logs/find_answers.log",
     conda:
@@ -69,17 +69,17 @@ rule find_answers:
     params:
         config=CONFIG,
         systems=SYSTEMS,
-        stored=not_shown(),
+        stored=stored_not_shown if FIGURES_ONLY else {},
     script:
         "../scripts/find_answers.py"
 
 
 rule plot_figure:
     input:
-        cells="results/summary/cells.csv",
-        problems="results/summary/problems.csv",
-        modes="results/summary/modes.csv",
-        c2c_pairs="results/summary/c2c_pairs.csv",
+        cells=SUMMARY["cells"],
+        problems=SUMMARY["problems"],
+        modes=SUMMARY["modes"],
+        c2c_pairs=SUMMARY["c2c_pairs"],
         measurements=expand("results/{system}/measurements.csv", system=SYSTEMS),
         topology=expand("results/{system}/topology.json", system=SYSTEMS),
         environment=expand("results/{system}/environment.json", system=SYSTEMS),

@@ -13,7 +13,7 @@ rule build_harness:
     conda:
         "../../envs/build.yaml"
     resources:
-        **slurm_resources(),
+        **SLURM_RESOURCES,
         machine=1,
     params:
         # compile into a folder beside the archive, archive, remove the folder
@@ -48,7 +48,7 @@ rule build_kernel:
     conda:
         "../../envs/build.yaml"
     resources:
-        **slurm_resources(),
+        **SLURM_RESOURCES,
         machine=1,
     params:
         cflags=lambda wildcards: variants.compile_flags(

@@ -22,7 +22,7 @@ rule measure_round:
     conda:
         "../../envs/python.yaml"
     resources:
-        **slurm_resources(),
+        **SLURM_RESOURCES,
         machine=100,
     params:
         # The round's requests (rounds.RoundInputs.study), which the
@@ -72,7 +72,7 @@ rule measure_planned_round:
     conda:
         "../../envs/python.yaml"
     resources:
-        **slurm_resources(),
+        **SLURM_RESOURCES,
         machine=100,
     params:
         command=MEASURE_COMMAND,

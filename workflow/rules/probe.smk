@@ -7,7 +7,7 @@ rule probe_system:
     conda:
         "../../envs/python.yaml"
     resources:
-        **slurm_resources(),
+        **SLURM_RESOURCES,
         machine=1,
     params:
         root="/",

@@ -1,7 +1,7 @@
 rule render_report:
     input:
-        findings="results/summary/findings.json",
-        sections="results/summary/sections.json",
+        findings=SUMMARY["findings"],
+        sections=SUMMARY["sections"],
         figures=report_figures(),
         template=from_workdir(REPO / "reports" / "report.html.j2"),
         stylesheet=from_workdir(REPO / "reports" / "report.css"),
@@ -15,6 +15,6 @@ rule render_report:
     resources:
         machine=1,
     params:
-        provenance=provenance(),
+        provenance=about.provenance(REPO, CONFIG),
     script:
         "../scripts/render_report.py"

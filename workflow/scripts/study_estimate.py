@@ -108,7 +108,7 @@ def decided_line(results: Path, config: dict, systems: list[str]) -> str:
     has measured (each planned round's line says how many are decided)."""
     experiments = len(config["experiments"])
     try:
-        found = json.loads((results / "summary" / "findings.json").read_text())["findings"]
+        found = json.loads(layout.findings_path(results).read_text())["findings"]
         mine = [f for f in found if f.get("system") in systems]
     except (OSError, ValueError, KeyError, TypeError):
         mine = []

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-FINDINGS = Path("summary") / "findings.json"
+from membench.core import layout
 
 
 def named_cells(results_dirs: list[Path]) -> tuple[set[str] | None, list[str]]:
@@ -25,7 +25,7 @@ def named_cells(results_dirs: list[Path]) -> tuple[set[str] | None, list[str]]:
     cells: set[str] = set()
     read = []
     for results in results_dirs:
-        path = Path(results) / FINDINGS
+        path = layout.findings_path(results)
         if not path.is_file():
             continue
         try:

@@ -5,6 +5,8 @@
     results/<system>/superseded/<what>-<digest>/<cell>/r<k>.jsonl
     results/<system>/{topology,environment}.json     the probe
     results/<system>/measurements.csv                collected records
+    results/summary/<table>.csv                      the analysis (SUMMARY_FILES)
+    results/summary/{findings.json,findings.csv,sections.json}  the findings
     bin/<system>/<kernel>-<variant>                  one binary per variant
 
 Every stage that names one of these paths asks this module.
@@ -24,6 +26,19 @@ TOPOLOGY = "topology.json"
 ENVIRONMENT = "environment.json"
 MEASUREMENTS = "measurements.csv"
 SYSTEM_FILES = (TOPOLOGY, ENVIRONMENT)  # the probe's, beside runs/
+SUMMARY = "summary"
+# what results/summary/ holds, by the name the rules give each file: the
+# analysis's tables, then the findings stage's files
+SUMMARY_FILES = {
+    "cells": "cells.csv",
+    "problems": "problems.csv",
+    "modes": "modes.csv",
+    "c2c_classes": "c2c_classes.csv",
+    "c2c_pairs": "c2c_pairs.csv",
+    "findings": "findings.json",
+    "findings_csv": "findings.csv",
+    "sections": "sections.json",
+}
 RUN_FILE = re.compile(r"^r([0-9]+)\.jsonl$")
 RUN_GLOB = "r*.jsonl"
 # a cell id: <experiment>/<kernel>-<variant>/<axes>
@@ -52,6 +67,20 @@ def environment_path(results: str | Path, system: str) -> Path:
 
 def measurements_path(results: str | Path, system: str) -> Path:
     return Path(results) / system / MEASUREMENTS
+
+
+def summary_path(results: str | Path, name: str) -> Path:
+    """results/summary/<file> by its name in SUMMARY_FILES ("findings": findings.json)."""
+    return Path(results) / SUMMARY / SUMMARY_FILES[name]
+
+
+def findings_path(results: str | Path) -> Path:
+    return summary_path(results, "findings")
+
+
+def summary_paths(results: str | Path) -> dict[str, str]:
+    """Every file of results/summary/, by its name: the rules' inputs and outputs."""
+    return {name: str(summary_path(results, name)) for name in SUMMARY_FILES}
 
 
 def bin_dir(system: str, root: str | Path = "bin") -> str:

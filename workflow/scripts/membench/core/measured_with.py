@@ -74,6 +74,20 @@ def config_to_draw(results: str | Path, config: dict, named_on_command_line: boo
     return {**measured["config"], "figures_only": True}, line
 
 
+def draw_with_measured(results: str | Path, config: dict, named_on_command_line: bool) -> str | None:
+    """Figures-only (`figures_only` set in `config`): `config` replaced, in
+    place (the jobs read this same dict), by the one the runs were measured
+    with where config_to_draw says so; the line that says it, or None."""
+    if config.get("figures_only") not in (True, "True", "true"):
+        return None
+    measured, line = config_to_draw(results, config, named_on_command_line)
+    if measured is None:
+        return None
+    config.clear()
+    config.update(measured)
+    return f"membench: {line}"
+
+
 def config_name(argv: list[str]) -> str:
     """The config file a Snakemake command line names, or the profile's."""
     for flag, value in zip(argv, argv[1:] + [""]):

@@ -51,12 +51,24 @@ def begin(
     round_manifests: list[str],
     indexes: dict[str, list[str]],
     say: Callable[[str], None],
-) -> None:
+    said: list[str] = (),
+    stop: str | None = None,
+    write: Callable[[], object] | None = None,
+) -> dict[str, list[str]]:
     """Once per run, before the job graph (the module's docstring).
     `round_manifests`: every round manifest the run's rules name;
-    `indexes`: path -> lines of each index file a rule reads. Raises
+    `indexes`: path -> lines of each index file a rule reads; `said`: what
+    planning has to say, said first; `stop`: why the run cannot go on (a
+    figures-only run that cannot draw), raised as RunRefused with the
+    report set aside (stop_before_any_job); `write`: writes the files the
+    jobs read (the rounds' studies), not called by a read-only run. Raises
     RunRefused when another run holds the folder (a read-only run says so
-    and goes on)."""
+    and goes on). Returns {"stale": manifests deleted (or that would be),
+    "changed": index files written (or that would be)}."""
+    for line in said:
+        say(line)
+    if stop is not None:
+        raise RunRefused(stop_before_any_job(results, argv, stop))
     read_only = run_lock.read_only(argv)
     hold_lock(results, argv)
     if measuring and not read_only:
@@ -73,11 +85,14 @@ def begin(
         if changed:
             say(f"membench: {', '.join(changed)} would be written: what reads it is made again "
                 "(a dry run: the plan below does not show it yet)")  # fmt: skip
-        return
+        return {"stale": list(stale), "changed": changed}
     for path in stale:
         Path(path).unlink(missing_ok=True)
     for path in changed:
         manifests.write_index(path, indexes[path])
+    if write is not None:
+        write()
+    return {"stale": list(stale), "changed": changed}
 
 
 def hold_lock(results: str, argv: list[str]) -> None:

@@ -30,3 +30,10 @@ def config_problems(systems) -> list[str]:
             problems.append(f"{where}.interconnect_links: {peak['interconnect_links']!r} without interconnect_gbps; "
                             "allowed: with interconnect_gbps (GB/s per link and direction)")  # fmt: skip
     return problems
+
+
+def stated_peaks(config: dict) -> dict:
+    """Each system's stated peak (systems.<name>.peak), as the figures and
+    the report take it through params (never a probe or a measurement)."""
+    systems = config.get("systems") or {}
+    return {name: {"peak": settings["peak"]} for name, settings in systems.items() if (settings or {}).get("peak")}
