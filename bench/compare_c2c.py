@@ -49,20 +49,12 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "workflow" / "scripts"))
+from membench_build import build_one, load_table, log  # bench/, beside this script
 
-from membench.plan import variants  # noqa: E402
-
-KERNELS = REPO / "kernels"
 TOOL = "core-to-core-latency"
 TARGET = (0.9, 1.1)
 ROUNDTRIPS, SAMPLES = 1000, 300
 TESTS = {"cas": "1", "two_line": "2"}
-
-
-def log(msg=""):
-    print(msg, flush=True)
 
 
 def find_cargo() -> str | None:
@@ -85,16 +77,6 @@ def install_tool() -> str | None:
     if proc.returncode != 0:
         raise SystemExit(f"cargo install {TOOL} failed:\n{proc.stderr[-3000:]}")
     return find_tool()
-
-
-def build_membench(outdir: Path) -> Path:
-    table = variants.load_variants(KERNELS / "families" / "variants.yaml")
-    out = outdir / "c2c-default"
-    commands = variants.standalone_commands(table, "c2c", "default", KERNELS, out)
-    proc = subprocess.run(variants.command_line(commands), shell=True, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"build of membench c2c-default failed:\n{proc.stderr}")
-    return out
 
 
 def run_membench(binary: Path, op: str, a: int, b: int) -> tuple[float, float]:
@@ -177,7 +159,7 @@ def main():
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="membench-c2c-") as tmp:
         log("building membench c2c-default ...")
-        binary = build_membench(Path(tmp))
+        binary = build_one(load_table(), "c2c", "default", Path(tmp))
         log(f"host: {os.uname().nodename}, {len(allowed)} CPUs; {TOOL}: {tool}")
         rows = [compare(binary, tool, op, a, b, args.pairs, args.single_runs) for op in ops]
     log(f"\nsummary (ratio = membench median / {TOOL} median of samples, ns per hand-off = half round trip, CPUs {a},{b})")

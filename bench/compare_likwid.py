@@ -47,37 +47,36 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "workflow" / "scripts"))
+from membench_build import build, load_table, log  # bench/, beside this script
+from membench.plan import variants
 
-from membench.plan import variants  # noqa: E402
-
-KERNELS = REPO / "kernels"
 # The contenders (McCalpin's best: many pages per loop, with and without
 # prefetch; the flat vector loop as the baseline) at SSE and AVX-512 widths.
 READONLY_CANDIDATES = ["v006-avx512", "v009-avx512", "v012", "v012-avx512", "v015-avx512"]
 NT_CANDIDATES = ["ntpf-avx512", "nt-avx512", "ntpf-avx2"]
 
 
-def log(msg=""):
-    print(msg, flush=True)
+def ab_parser(description: str) -> argparse.ArgumentParser:
+    """The options of every comparison with likwid-bench: --pairs of A/B
+    runs, --ntimes of membench; the caller adds its own."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--pairs", type=int, default=5, help="A/B pairs per cell (>= 5)")
+    ap.add_argument("--ntimes", type=int, default=11, help="membench iterations per run")
+    return ap
 
 
-def build(table, pairs, outdir):
-    def one(fv):
-        family, variant = fv
-        out = outdir / f"{family}-{variant}"
-        commands = variants.standalone_commands(table, family, variant, KERNELS, out)
-        proc = subprocess.run(variants.command_line(commands), shell=True, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise SystemExit(f"build of {family}-{variant} failed:\n{proc.stderr}")
-        return fv, out
-
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return dict(pool.map(one, pairs))
+def ab_args(ap: argparse.ArgumentParser) -> argparse.Namespace | None:
+    """The options parsed (--pairs below 5 refused); None, said, where
+    likwid-bench is not installed."""
+    args = ap.parse_args()
+    if args.pairs < 5:
+        ap.error("--pairs must be at least 5")
+    if shutil.which("likwid-bench") is None:
+        print("failed: likwid-bench not found (make bench installs it: apt-get install -y likwid)")
+        return None
+    return args
 
 
 def run_membench(binary, op, size, threads, ntimes, extra=()):
@@ -159,29 +158,23 @@ def compare(name, binary, op, test, streams, target_bytes, threads, pairs, ntime
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--pairs", type=int, default=5, help="A/B pairs per cell (>= 5)")
+    ap = ab_parser(__doc__.split("\n")[0])
     ap.add_argument("--readonly-bytes", type=int, default=1_000_000_000,
                     help="working set of the readonly comparison (default 1 GB)")
     ap.add_argument("--stream-bytes", type=int, default=1_200_000_000,
                     help="working set of the triad comparisons, all three arrays "
                          "(default 1.2 GB)")
-    ap.add_argument("--ntimes", type=int, default=11, help="membench iterations per run")
     ap.add_argument("--screen-runs", type=int, default=3)
     ap.add_argument("--readonly-variant", help="skip the screening, use this variant")
     ap.add_argument("--nt-variant", help="skip the screening, use this variant")
     ap.add_argument("--threads", default="1,all", help="comma list; all = every CPU")
-    args = ap.parse_args()
-    if args.pairs < 5:
-        ap.error("--pairs must be at least 5")
-
-    if shutil.which("likwid-bench") is None:
-        print("failed: likwid-bench not found (make bench installs it: apt-get install -y likwid)")
+    args = ab_args(ap)
+    if args is None:
         return 1
 
     ncpu = len(os.sched_getaffinity(0))
     threads = sorted({ncpu if t == "all" else int(t) for t in args.threads.split(",")})
-    table = variants.load_variants(KERNELS / "families" / "variants.yaml")
+    table = load_table()
     ro_cands = [args.readonly_variant] if args.readonly_variant else READONLY_CANDIDATES
     nt_cands = [args.nt_variant] if args.nt_variant else NT_CANDIDATES
     started = time.monotonic()

@@ -35,9 +35,7 @@ it says so and exits 1: `make bench` installs it from Debian's apt first.
 
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
 import statistics
 import sys
 import tempfile
@@ -46,8 +44,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from compare_likwid import KERNELS, build, elements, log, run_likwid, run_membench  # noqa: E402
-from membench.plan import variants  # noqa: E402
+from compare_likwid import ab_args, ab_parser, elements, run_likwid, run_membench  # noqa: E402
+from membench_build import build, load_table, log  # noqa: E402
 
 # op -> (likwid kernel base, read streams, write streams)
 PAIRS = {
@@ -92,18 +90,13 @@ def compare(op, binary, test, streams, total_bytes, threads, pairs, ntimes):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--pairs", type=int, default=5, help="A/B pairs per cell (>= 5)")
+    ap = ab_parser(__doc__.split("\n")[0])
     ap.add_argument("--bytes", type=int, default=1_200_000_000, help="working set, all streams (default 1.2 GB)")
-    ap.add_argument("--ntimes", type=int, default=11, help="membench iterations per run")
     ap.add_argument("--threads", default="1,2", help="comma list (default 1,2)")
     ap.add_argument("--ops", default=",".join(PAIRS), help="mix ops to compare")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a median ratio is below 1.00")
-    args = ap.parse_args()
-    if args.pairs < 5:
-        ap.error("--pairs must be at least 5")
-    if shutil.which("likwid-bench") is None:
-        print("failed: likwid-bench not found (make bench installs it: apt-get install -y likwid)")
+    args = ab_args(ap)
+    if args is None:
         return 1
     wide = cpu_has("avx512f")
     variant, isa = ("avx512", "avx512") if wide else ("avx2", "avx")
@@ -113,7 +106,7 @@ def main():
         print(f"failed: {max(threads)} threads asked, {ncpu} CPUs allowed")
         return 1
     ops = args.ops.split(",")
-    table = variants.load_variants(KERNELS / "families" / "variants.yaml")
+    table = load_table()
     started = time.monotonic()
     rows = []
     with tempfile.TemporaryDirectory(prefix="membench-bench-") as tmp:

@@ -67,20 +67,12 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "workflow" / "scripts"))
-
-from membench.plan import variants  # noqa: E402
+from membench_build import REPO, build_one, load_table, log  # bench/, beside this script
 from membench.analyse import chase_stats
 
-KERNELS = REPO / "kernels"
 DEFAULT_SRC = REPO.parent / "shared" / "ref" / "multichase"
 GIB = 2**30
 TARGET = (0.97, 1.03)
-
-
-def log(msg=""):
-    print(msg, flush=True)
 
 
 def pinned(cpu, nice):
@@ -92,16 +84,6 @@ def pinned(cpu, nice):
             os.nice(nice)
 
     return setup
-
-
-def build_membench(outdir: Path) -> Path:
-    table = variants.load_variants(KERNELS / "families" / "variants.yaml")
-    out = outdir / "chase-default"
-    commands = variants.standalone_commands(table, "chase", "default", KERNELS, out)
-    proc = subprocess.run(variants.command_line(commands), shell=True, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"build of membench chase-default failed:\n{proc.stderr}")
-    return out
 
 
 def build_multichase(src: Path, outdir: Path) -> Path:
@@ -202,7 +184,7 @@ def main():
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="membench-multichase-") as tmp:
         log("building membench chase-default and multichase ...")
-        membench = build_membench(Path(tmp))
+        membench = build_one(load_table(), "chase", "default", Path(tmp))
         multichase = build_multichase(args.multichase_src, Path(tmp))
         log(f"host: {os.uname().nodename}, {len(os.sched_getaffinity(0))} CPUs; "
             f"THP {Path('/sys/kernel/mm/transparent_hugepage/enabled').read_text().strip()}")
