@@ -1,6 +1,7 @@
 # A run within a budget: the input functions of its planned rounds (the
 # checkpoint plan_next_round and rule measure_planned_round in measure.smk;
-# common.smk's stored_runs and start_run call them only when measuring).
+# common.smk's stored_runs and run_start.smk's start_run call them only when
+# measuring).
 # Functions only, no rules (Snakemake's lint keeps the two apart).
 
 
