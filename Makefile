@@ -187,9 +187,10 @@ compare:
 # the shell off, as for make compare. None of these is put in a recipe's
 # environment either: make would expand a command line's `$(shell ...)`
 # to put it there.
-unexport BUNDLE CONFIG RESULTS NAME ADDRESS SYSTEM BASE NEW OUT THRESHOLD IGNORE
 given = $(if $(filter command environment,$(firstword $(origin $(1)))),$(value $(1)),$($(1)))
 BUNDLE ?= $(if $(call given,RESULTS),$(call given,RESULTS)/results/run.crate.zip,results/run.crate.zip)
+# after BUNDLE ?=: unexport names the variable, which ?= then takes as set
+unexport BUNDLE CONFIG RESULTS NAME ADDRESS SYSTEM BASE NEW OUT THRESHOLD IGNORE
 bundle: $(STAMP)
 	$(BIN)/python workflow/scripts/run_bundle.py write --results $(call quote,$(if $(call given,RESULTS),$(call given,RESULTS)/results,results)) --config $(call quote,$(call given,CONFIG)) --out $(call quote,$(call given,BUNDLE))
 

@@ -125,3 +125,13 @@ def test_the_pipeline_measures_the_first_answer_and_its_findings_say_what_was_le
     left = [f for f in findings if f["experiment"] not in measured]
     assert left and all("left out for the budget" in f["line"] and f["cell_count"] == 0 for f in left)
     assert (workdir / "results" / "report.html").is_file()
+
+
+def test_status_after_a_finished_run_promises_no_time():
+    """make status after a run that measured everything said "about 30 s in
+    all (report 30 s)" (tests/test_default_verbs.py found it)."""
+    config, cells = default_config("3m")
+    done = estimate.estimate(cells, 2, HOST, left={c.id: 0 for c in cells}, config=config, spent_s=180.0)
+    said = estimate.lines(done, "Still to measure (vm), by the model:")
+    assert done.seconds == 0 and "nothing left to measure or draw" in said[-1]
+    assert "planned rounds are over" in said[-2]

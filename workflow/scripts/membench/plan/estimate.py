@@ -158,13 +158,16 @@ def estimate(
         said = (f"budget {duration(limit)}: the first {budget.fixed_rounds(cells, config)} rounds measure every cell kept "
                 f"(about {duration(rounds)}{', over the budget' if rounds > limit else ''}), then up to "
                 f"{duration(extra)} of rounds that measure only what undecided findings rest on")  # fmt: skip
+        if left is not None and rounds == 0 and extra == 0:
+            said = f"budget {duration(limit)}: its fixed rounds are stored and its planned rounds are over"
         rounds += extra
     phases = {
         "install": 0.0 if installed else INSTALL_SECONDS,
         "compile": 0.0 if left is not None else HARNESS_SECONDS + COMPILE_SECONDS * binaries / max(1, cores),
         "probe": 0.0 if left is not None else PROBE_SECONDS,
         "rounds": rounds,
-        "report": REPORT_SECONDS,
+        # make status after a run that measured everything: nothing to draw again either
+        "report": 0.0 if left is not None and rounds == 0 else REPORT_SECONDS,
     }
     basis = (
         f"the model at the pace stored on this machine for {', '.join(sorted(pace))}"
@@ -201,5 +204,8 @@ def lines(plan: Estimate, heading: str) -> list[str]:
     shown = ", ".join(f"{phase} {duration(s)}" for phase, s in plan.phases.items() if s)
     if plan.budget:
         out.append(f"  {plan.budget}")
+    if not plan.seconds:
+        out.append("  nothing left to measure or draw: every repetition the config asks for is stored")
+        return out
     out.append(f"  about {duration(plan.seconds)} in all ({shown}); {plan.basis}")
     return out
