@@ -189,3 +189,19 @@ def test_make_reference_writes_nothing_into_the_atlas_for_a_damaged_bundle(tmp_p
     usage = subprocess.run(["make", "-s", "-C", str(REPO), "reference", f"BUNDLE={damaged}",
                             f"BIN={Path(sys.executable).parent}", "STAMP=Makefile"], capture_output=True, text=True)  # fmt: skip
     assert usage.returncode != 0 and "usage: make reference" in usage.stdout
+
+
+def test_an_idle_latency_every_run_of_which_was_disturbed_is_no_median_to_publish(tmp_path):
+    """A busy default run's first screen reads "idle latency ≤ 1.5 ns (⚑ all
+    2 runs disturbed)": make reference published it as a median (n=0)."""
+    from membench.compare import reference
+
+    summary = tmp_path / "results" / "summary"
+    summary.mkdir(parents=True)
+    bound = {"group": "idle latency", "what": "local", "how": "4k pages", "value": 1.5, "unit": "ns", "n": 0,
+             "interval": None, "bound": "at most"}  # fmt: skip
+    measured = {**bound, "value": 98.0, "n": 3, "interval": [97.0, 99.0], "bound": None}
+    for rows, expected in (([bound], None), ([measured], 98.0)):
+        (summary / "findings.json").write_text(json.dumps({"systems": [{"system": "vm", "headline": rows}], "findings": []}))
+        found = reference.run_quantities(tmp_path / "results", "vm")
+        assert found.get("idle latency", {}).get("value") == expected

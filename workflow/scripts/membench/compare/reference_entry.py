@@ -111,6 +111,8 @@ def number_entries(name: str, quantities: dict, topology: dict, environment: dic
     for key, mine in quantities.items():
         if mine.get("label") == reference.STAND_IN:
             continue  # the highest bandwidth stands in for a missing mix on the first screen; it is no all-read number
+        if mine.get("bound") or not mine.get("n"):
+            continue  # every run disturbed: a bound ("at most 1.5 ns"), no median to publish
         cell = {"quantity": "bandwidth", "kernel": "stream", "op": key[1]} if isinstance(key, tuple) else shape[key]
         spread = f", range {mine['interval'][0]:.1f}-{mine['interval'][1]:.1f}" if mine.get("interval") else ""
         conditions = {"scope": scope, "benchmark": f"membench {' '.join(str(v) for v in cell.values() if v != cell['quantity'])}",
@@ -171,7 +173,8 @@ def entry_from_bundle(bundle: Path, name: str, address: str, findings_schema: Pa
         raise refuse(f"{bundle}: {unusable['kernel']} {unusable['quantity']} is {unusable['value']} {unusable['unit']}, "
                      "not a positive finite number: an atlas value must be one")  # fmt: skip
     if not numbers:
-        raise refuse(f"{bundle}: no quantity a reference states (STREAM, an all-reads mix, idle or loaded latency)")
+        raise refuse(f"{bundle}: no quantity a reference states (STREAM, an all-reads mix, idle or loaded latency) "
+                     "with an undisturbed run")  # fmt: skip
     findings_system = next((s for s in (findings or {}).get("systems", []) if s["system"] == picked), None)
     document = {
         "reference": name, "title": f"membench run of {picked}: {topology.get('cpu_model', '?')}",
