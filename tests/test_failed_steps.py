@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from conftest import copy_workflow, seed_binaries
+from helpers_run import copied, snakemake
 
 TINY = {
     "system": "t",
@@ -19,13 +20,6 @@ TINY = {
     "disturbed_retries": 0,
     "experiments": {"s": {"kernel": "stream", "threads": [1], "affinity": ["close"], "size": ["2MiB"]}},
 }
-
-
-def snakemake(workdir: Path, venv_bin: Path, config: str = "tiny.yaml") -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(venv_bin / "snakemake"), "--cores", "2", "--configfile", config],
-        cwd=workdir, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
 
 
 def last_lines(out: subprocess.CompletedProcess, count: int = 8) -> str:
@@ -44,9 +38,7 @@ def measured(tmp_path_factory, venv_bin, variant_builds):
 
 @pytest.fixture
 def copy(measured, tmp_path):
-    target = tmp_path / "membench"
-    subprocess.run(["cp", "-a", str(measured), str(target)], check=True)
-    return target
+    return copied(measured, tmp_path / "membench")
 
 
 def assert_set_aside(workdir: Path, out: subprocess.CompletedProcess) -> None:
@@ -84,7 +76,7 @@ def test_a_study_with_no_ok_record_gets_every_figure_and_a_report(tmp_path, venv
     workdir = copy_workflow(tmp_path / "membench")
     config = {**TINY, "experiments": {"s": {"kernel": "stream", "threads": [4096], "affinity": ["close"], "size": ["2MiB"]}}}
     (workdir / "skipped.yaml").write_text(yaml.safe_dump(config))
-    out = snakemake(workdir, venv_bin, "skipped.yaml")
+    out = snakemake(workdir, venv_bin, config="skipped.yaml")
     assert out.returncode == 0, last_lines(out, 30)
     assert (workdir / "results" / "report.html").is_file()
     for kind in ("histogram", "placement"):  # one thread count: no bandwidth-vs-threads figure

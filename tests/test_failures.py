@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, copy_make_parts, copy_workflow, seed_binaries
+from conftest import REPO, copy_workflow, seed_binaries
+from helpers_run import compare_folder, copied, snakemake
 from membench.core import disturbance
 from membench.core.atomic_files import read_jsonl
 
@@ -37,13 +38,6 @@ TINY = {
     "experiments": {"s": {"kernel": "stream", "threads": [1], "affinity": ["close"], "size": ["2MiB"]}},
 }
 CELL = "s/stream-default/t1_close_default_variant_parallel_s2097152"
-
-
-def snakemake(workdir: Path, venv_bin: Path, *args: str, config: str = "tiny.yaml") -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(venv_bin / "snakemake"), "--cores", "2", "--configfile", config, *args],
-        cwd=workdir, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
 
 
 def stored(workdir: Path, retries: bool = True) -> dict[str, str]:
@@ -72,9 +66,7 @@ def measured(tmp_path_factory, venv_bin, variant_builds):
 
 @pytest.fixture
 def copy(measured, tmp_path):
-    target = tmp_path / "membench"
-    subprocess.run(["cp", "-a", str(measured), str(target)], check=True)
-    return target
+    return copied(measured, tmp_path / "membench")
 
 
 def test_a_deleted_measurements_csv_is_rebuilt(copy, venv_bin):
@@ -265,12 +257,7 @@ def test_make_run_with_a_config_that_is_not_there_is_one_line(tmp_path, repo):
 
 def test_make_compare_exit_codes_reach_make(tmp_path, repo, venv_bin):
     """0 no cell worse, 1 a cell worse, 2 bad input: make's own exit code."""
-    work = tmp_path / "w"
-    work.mkdir()
-    for folder in ("workflow", "reports"):
-        shutil.copytree(repo / folder, work / folder)
-    copy_make_parts(work)
-    (work / "stamp").touch()  # the environment is there: make installs nothing
+    work = compare_folder(tmp_path / "w", repo)
     base = tmp_path / "base"
     base.mkdir()
     synthetic_runs.write_affinity_study(base, "aff", [1], 12, machine="2x4x2", system="s")

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import copy_make_parts
+from helpers_run import compare_folder
 
 
 @pytest.fixture
@@ -16,12 +16,7 @@ def work(tmp_path, repo):
     sys.path.insert(0, str(repo / "tools"))
     import synthetic_runs
 
-    work = tmp_path / "w"
-    work.mkdir()
-    for folder in ("workflow", "reports"):
-        shutil.copytree(repo / folder, work / folder)
-    copy_make_parts(work)
-    (work / "stamp").touch()  # the environment is there: make installs nothing
+    work = compare_folder(tmp_path / "w", repo)
     (tmp_path / "base").mkdir()
     synthetic_runs.write_affinity_study(tmp_path / "base", "aff", [1], 4, machine="2x4x2", system="s")
     return work
