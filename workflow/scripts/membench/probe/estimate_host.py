@@ -18,6 +18,8 @@ def this_host(table: dict, results: Path, systems: list[str]) -> estimate.Host:
     stored = layout.topology_path(results, systems[0])
     try:
         topo = json.loads(stored.read_text())
+        if not isinstance(topo, dict):  # damaged: c2c_pairs.plan_lines names it, in one line
+            raise ValueError(f"{stored} is not a JSON object")
         cpus = len(topo.get("cpus") or []) or len(os.sched_getaffinity(0))
     except (OSError, ValueError):
         topo, cpus = topology.read_topology(), len(os.sched_getaffinity(0))
