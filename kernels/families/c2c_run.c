@@ -17,12 +17,7 @@ static void emit_result(mb_run_ctx_t *ctx, const result_t *res, const shared_t *
                         const mb_mapping_t *map, int op)
 {
     mb_point_t pt;
-    memset(&pt, 0, sizeof pt);
-    pt.op = res->k;
-    pt.size_bytes = ctx->size_bytes;
-    pt.elements = sh->nlines;
-    pt.bytes_per_iter = pt.bytes_per_iter_wa = -1;
-    pt.gbps = pt.gbps_mean = pt.gbps_wa = NAN;
+    mb_point_latency(&pt, res->k, ctx->size_bytes, sh->nlines);
     pt.status = res->status;
     snprintf(pt.reason, sizeof pt.reason, "%s", res->reason);
     int ok = res->status == MB_OK;

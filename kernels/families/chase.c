@@ -158,11 +158,7 @@ static double measure_point(sweep_t *sw, const mb_kernel_t *k, int w)
     char *base = sw->mem->map.addr;
     unsigned *order = sw->mem->order;
     mb_point_t pt;
-    memset(&pt, 0, sizeof pt);
-    pt.op = k;
-    pt.size_bytes = wsz;
-    pt.bytes_per_iter = pt.bytes_per_iter_wa = -1;
-    pt.gbps = pt.gbps_mean = pt.gbps_wa = NAN;
+    mb_point_latency(&pt, k, wsz, 0);
     mb_mapping_t sub = sw->mem->map;
     sub.used = wsz;
     pt.maps = &sub;

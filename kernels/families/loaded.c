@@ -194,12 +194,7 @@ static int one_op(loaded_op_t *lo)
 {
     mb_run_ctx_t *ctx = lo->ctx;
     mb_point_t pt;
-    memset(&pt, 0, sizeof pt);
-    pt.op = lo->k;
-    pt.size_bytes = ctx->size_bytes;
-    pt.elements = lo->nl;
-    pt.bytes_per_iter = pt.bytes_per_iter_wa = -1;
-    pt.gbps = pt.gbps_mean = pt.gbps_wa = NAN;
+    mb_point_latency(&pt, lo->k, ctx->size_bytes, lo->nl);
 
     /* chase: build and verify before anything is timed */
     mb_chase_build_random(lo->base, lo->nl * lo->spacing, lo->spacing,

@@ -105,13 +105,7 @@ static inline double mx_value(int arr, size_t j)
             w[j] = sexpr;                                                             \
             MX_SCALAR();                                                              \
         }                                                                             \
-        for (; j + MX_STEP <= n; j += MX_STEP) {                                      \
-            _Pragma("GCC unroll 4") for (int u = 0; u < MX_UNROLL; u++)               \
-            {                                                                         \
-                size_t k = j + (size_t)u * MX_LANES;                                  \
-                store(w + k, vexpr);                                                  \
-            }                                                                         \
-        }                                                                             \
+        MB_VLOOP(j, n, MX_LANES, (void)0, k, store(w + k, vexpr));                     \
         _Pragma("GCC unroll 1") for (; j < n; j++) {                                  \
             w[j] = sexpr;                                                             \
             MX_SCALAR();                                                              \

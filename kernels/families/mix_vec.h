@@ -65,7 +65,7 @@ typedef __m128d mx_vec;
 #endif
 #define MX_LANES (MX_W / 64)
 #define MX_VBYTES (MX_W / 8)
-#define MX_UNROLL 4 /* vectors per iteration: a whole line even at 128 bits */
+#define MX_UNROLL MB_VUNROLL /* vectors per iteration (variant.h's MB_VLOOP) */
 #define MX_STEP (MX_LANES * MX_UNROLL)
 
 #if MB_NT

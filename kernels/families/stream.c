@@ -92,10 +92,8 @@ typedef __m128d st_vec;
 #define ST_FENCE() ((void)0)
 #endif
 #define ST_LANES (MB_VBITS / 64)
-/* Four vectors per iteration: a whole 64-byte line even at 128 bits, so the
- * write-combining buffers fill line by line. */
-#define ST_UNROLL 4
-#define ST_STEP (ST_LANES * ST_UNROLL)
+/* MB_VUNROLL vectors per iteration (variant.h's MB_VLOOP) */
+#define ST_STEP (ST_LANES * MB_VUNROLL)
 #define ST_STEP_LINES (ST_STEP * 8 / 64) /* cache lines per iteration */
 
 /* prefetch the lines of read array x that this iteration's line is pfd
@@ -117,14 +115,7 @@ typedef __m128d st_vec;
         const st_vec vs = ST_SET1(s);                                                \
         (void)vs;                                                                    \
         (void)pfd;                                                                   \
-        for (; j + ST_STEP <= n; j += ST_STEP) {                                     \
-            pf;                                                                      \
-            _Pragma("GCC unroll 4") for (int u = 0; u < ST_UNROLL; u++)              \
-            {                                                                        \
-                size_t k = j + (size_t)u * ST_LANES;                                 \
-                ST_STORE(dst_t + k, vexpr);                                          \
-            }                                                                        \
-        }                                                                            \
+        MB_VLOOP(j, n, ST_LANES, pf, k, ST_STORE(dst_t + k, vexpr));                  \
         for (; j < n; j++)                                                           \
             dst_t[j] = sexpr;                                                        \
         ST_FENCE();                                                                  \

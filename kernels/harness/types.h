@@ -10,7 +10,9 @@
 #ifndef MEMBENCH_TYPES_H
 #define MEMBENCH_TYPES_H
 
+#include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #define MB_MAX_ARRAYS 8
 /* --init serial-arrays: the `parallel` argument of a family's init and of
@@ -217,6 +219,20 @@ typedef struct mb_run_ctx {
      * it emitted nothing, the harness writes one record per op with it */
     char reason[512];
 } mb_run_ctx_t;
+
+/* A record that counts no bytes (a latency, a hand-off): op, size_bytes
+ * and elements set, the bandwidths and bytes per iteration null (NAN, -1),
+ * everything else zero; the family fills in the rest. */
+static inline void mb_point_latency(mb_point_t *p, const mb_kernel_t *op, size_t size_bytes,
+                                    size_t elements)
+{
+    memset(p, 0, sizeof *p);
+    p->op = op;
+    p->size_bytes = size_bytes;
+    p->elements = elements;
+    p->bytes_per_iter = p->bytes_per_iter_wa = -1;
+    p->gbps = p->gbps_mean = p->gbps_wa = NAN;
+}
 
 static inline void mb_point_int(mb_point_t *p, const char *k, long long v)
 {

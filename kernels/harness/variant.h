@@ -111,4 +111,21 @@
  * ._omp_fn.N for OpenMP bodies of mb_<family>_<op>). */
 #define MB_KERNEL_FN __attribute__((noinline, used))
 
+/* The main loop of a hand-vectorised kernel (MB_VBITS >= 128): from j,
+ * while a whole iteration fits below n, `pf` (a prefetch, or (void)0) and
+ * then `body` for each of MB_VUNROLL vectors of `lanes` doubles, k the
+ * first element of the vector.  Four vectors make a whole 64-byte line
+ * even at 128 bits, so write-combining buffers fill line by line; the
+ * caller's scalar tail takes j from where the loop leaves it. */
+#define MB_VUNROLL 4
+#define MB_VLOOP(j, n, lanes, pf, k, body)                                            \
+    for (; (j) + (size_t)(lanes) * MB_VUNROLL <= (n); (j) += (size_t)(lanes) * MB_VUNROLL) { \
+        pf;                                                                           \
+        _Pragma("GCC unroll 4") for (int u_ = 0; u_ < MB_VUNROLL; u_++)               \
+        {                                                                             \
+            size_t k = (j) + (size_t)u_ * (lanes);                                    \
+            body;                                                                     \
+        }                                                                             \
+    }
+
 #endif
