@@ -117,7 +117,7 @@ def counterpart(reference_number: dict) -> tuple | str | None:
 
 
 def _findings(results: Path) -> dict | None:
-    return _json_object(results / "summary" / "findings.json")
+    return _json_object(layout.findings_path(results))
 
 
 def _best_cell(ok: pd.DataFrame, column: str) -> dict | None:

@@ -163,7 +163,7 @@ def entry_from_bundle(bundle: Path, name: str, address: str, findings_schema: Pa
         picked = systems[0]
         topology = _object(bundle, layout.topology_path(results, picked), required=True)
         environment = _object(bundle, layout.environment_path(results, picked)) or {}
-        findings = _object(bundle, results / "summary" / "findings.json")
+        findings = _object(bundle, layout.findings_path(results))
         quantities = reference.run_quantities(results, picked)
     root = next((e for e in metadata.get("@graph", []) if e.get("@id") == "./"), {})
     date = _date(findings, root.get("datePublished"))
