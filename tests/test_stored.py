@@ -76,6 +76,25 @@ def test_a_valid_study_is_collected(study):
     assert len(table) == 4 * len(paths)
 
 
+# Damage to one record: kind -> (its line, keys left out, keys changed,
+# fragment the message must hold).
+RECORD_EDITS = {
+    "gbps string": (2, (), {"gbps": "12.5"}, "gbps='12.5'"),
+    "negative": (3, (), {"gbps": -3.0}, "gbps=-3.0: -3.0 is less than"),
+    "cpu id": (1, (), {"cpus": [-1]}, "cpus[0]=-1"),
+    "fraction": (1, (), {"hugepage_fraction": 1.2}, "hugepage_fraction=1.2"),
+    "missing key": (1, ("t_start",), {}, "'t_start' is missing"),
+    "newer": (1, (), {"schema": 7}, f"record schema version 7 is newer than this membench's {SCHEMA_VERSION}"),
+    "system": (1, (), {"system": "elsewhere"}, "system 'elsewhere' but the file is under system 'two-socket'"),
+    "kernel": (1, (), {"kernel": "xor"}, "kernel-variant xor-default but the file is under 'stream-default'"),
+    "knob": (1, (), {"init": "serial"}, "init 'serial' but the config's cell asks 'parallel'"),
+    "digest": (1, (), {"request_digest": "0123456789abcdef"},
+               "request_digest 0123456789abcdef but the config's request for this cell is"),
+    "experiment": (1, (), {"experiment": "other", "request_digest": "0123456789abcdef"},
+                   "experiment 'other' but the file is under experiment 'aff'"),
+}  # fmt: skip
+
+
 def damage(kind: str, paths: list[str]) -> tuple[str, int | None, str]:
     """Damage paths[0] one way -> (file, line, fragment the message must hold)."""
     path = paths[0]
@@ -99,42 +118,13 @@ def damage(kind: str, paths: list[str]) -> tuple[str, int | None, str]:
     if kind == "not an object":
         set_line(path, 1, "[1, 2, 3]\n")
         return path, 1, "a JSON list, not a record"
-    if kind == "gbps string":
-        edit(path, 2, gbps="12.5")
-        return path, 2, "gbps='12.5'"
     if kind == "nan":
         Path(path).write_text(Path(path).read_text().replace('"gbps": ', '"gbps": NaN, "x": ', 1))
         return path, 1, "NaN is not a JSON number"
-    if kind == "negative":
-        edit(path, 3, gbps=-3.0)
-        return path, 3, "gbps=-3.0: -3.0 is less than"
-    if kind == "cpu id":
-        edit(path, 1, cpus=[-1])
-        return path, 1, "cpus[0]=-1"
-    if kind == "fraction":
-        edit(path, 1, hugepage_fraction=1.2)
-        return path, 1, "hugepage_fraction=1.2"
-    if kind == "missing key":
-        edit(path, 1, "t_start")
-        return path, 1, "'t_start' is missing"
-    if kind == "newer":
-        edit(path, 1, schema=7)
-        return path, 1, f"record schema version 7 is newer than this membench's {SCHEMA_VERSION}"
-    if kind == "system":
-        edit(path, 1, system="elsewhere")
-        return path, 1, "system 'elsewhere' but the file is under system 'two-socket'"
-    if kind == "kernel":
-        edit(path, 1, kernel="xor")
-        return path, 1, "kernel-variant xor-default but the file is under 'stream-default'"
-    if kind == "knob":
-        edit(path, 1, init="serial")
-        return path, 1, "init 'serial' but the config's cell asks 'parallel'"
-    if kind == "digest":
-        edit(path, 1, request_digest="0123456789abcdef")
-        return path, 1, "request_digest 0123456789abcdef but the config's request for this cell is"
-    if kind == "experiment":
-        edit(path, 1, experiment="other", request_digest="0123456789abcdef")
-        return path, 1, "experiment 'other' but the file is under experiment 'aff'"
+    if kind in RECORD_EDITS:
+        line, dropped, changes, fragment = RECORD_EDITS[kind]
+        edit(path, line, *dropped, **changes)
+        return path, line, fragment
     raise AssertionError(kind)
 
 
