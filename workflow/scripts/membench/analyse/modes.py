@@ -184,6 +184,7 @@ def verdict(values: pd.Series, modes: list[Mode] | None, found: list[Attribution
 # under no shared state it splits this cell's runs at random and the test
 # below stays at its rate. A cell measured alone has no such class.
 ROUND_FACTOR = "round_others"
+ROUND_GAP = math.log(1.05)
 ROUND_LABEL = "the other cells of its thread count in the same round"
 LABELS = {**FACTORS, ROUND_FACTOR: ROUND_LABEL}
 
@@ -206,9 +207,12 @@ def round_scores(ok: pd.DataFrame, metric: str = "gbps") -> pd.Series:
 
 def round_classes(scores: pd.Series) -> pd.Series | None:
     """One cell's rounds cut at the widest gap between their scores (module
-    comment above); None with fewer than two distinct scores."""
+    comment above); None with fewer than two distinct scores, or where the
+    widest gap is under ROUND_GAP: other cells that never moved together by
+    5 % show no host state worth trying (and each factor tried costs every
+    factor a share of the test's rate)."""
     known = np.sort(scores.dropna().unique())
-    if len(known) < 2:
+    if len(known) < 2 or np.max(np.diff(known)) < ROUND_GAP:
         return None
     widest = int(np.argmax(np.diff(known)))
     cut = (known[widest] + known[widest + 1]) / 2
@@ -220,7 +224,8 @@ def cell_modes(ok: pd.DataFrame, metric: str = "gbps", unit: str = "GB/s") -> di
     values = ok[metric].astype(float)
     modes = find_modes(values)
     levels = factor_levels(ok)
-    rounds = round_classes(ok[ROUND_FACTOR]) if ROUND_FACTOR in ok else None
+    # the round explains modes (a host state), not the small spread of one mode
+    rounds = round_classes(ok[ROUND_FACTOR]) if ROUND_FACTOR in ok and modes is not None and len(modes) > 1 else None
     if rounds is not None:
         levels[ROUND_FACTOR] = rounds
     found = attribute(values, levels) if modes is not None else []
