@@ -180,7 +180,8 @@ compare:
 	@:
 
 # The run as one checkable archive, a Workflow Run RO-Crate (docs/bundle.md):
-# make bundle [BUNDLE=results/run.crate.zip]. make compare takes a bundle on
+# make bundle [BUNDLE=results/run.crate.zip] [CONFIG=...: else the config the
+# runs were measured with, results/measured-with.yaml]. make compare takes a bundle on
 # either side (BASE=run.crate.zip), checked and unpacked under OUT first.
 # BUNDLE, CONFIG, RESULTS, NAME, ADDRESS and SYSTEM are taken as written
 # (given): a `$` in them is never expanded by make, and single quotes keep
@@ -192,7 +193,7 @@ BUNDLE ?= $(if $(call given,RESULTS),$(call given,RESULTS)/results/run.crate.zip
 # after BUNDLE ?=: unexport names the variable, which ?= then takes as set
 unexport BUNDLE CONFIG RESULTS NAME ADDRESS SYSTEM BASE NEW OUT THRESHOLD IGNORE
 bundle: $(STAMP)
-	$(BIN)/python workflow/scripts/run_bundle.py write --results $(call quote,$(if $(call given,RESULTS),$(call given,RESULTS)/results,results)) --config $(call quote,$(call given,CONFIG)) --out $(call quote,$(call given,BUNDLE))
+	$(BIN)/python workflow/scripts/run_bundle.py write --results $(call quote,$(if $(call given,RESULTS),$(call given,RESULTS)/results,results)) $(if $(filter command environment,$(origin CONFIG)),--config $(call quote,$(call given,CONFIG))) --out $(call quote,$(call given,BUNDLE))
 
 # A checked bundle as a published machine of the atlas (docs/bundle.md):
 # make reference BUNDLE=run.crate.zip NAME=slug ADDRESS=https://... [SYSTEM=s]

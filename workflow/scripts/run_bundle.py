@@ -1,6 +1,7 @@
 """make bundle / make reference (docs/bundle.md).
 
-  run_bundle.py write --results results --config config/config.yaml --out run.crate.zip
+  run_bundle.py write --results results [--config FILE] --out run.crate.zip
+                                   (default: the config the runs were measured with)
   run_bundle.py check run.crate.zip
   run_bundle.py open run.crate.zip --dest DIR [--inputs-only]   (DIR/config.yaml, DIR/results/...)
   run_bundle.py reference run.crate.zip --name SLUG --address https://... [--system S]
@@ -16,11 +17,15 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+import tempfile
 from pathlib import Path
+
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
+from membench.core import measured_with  # noqa: E402
 from membench.store import bundle, bundle_check  # noqa: E402
 
 FINDINGS_SCHEMA = REPO / "workflow" / "schemas" / "findings.schema.yaml"
@@ -32,7 +37,8 @@ def parser() -> argparse.ArgumentParser:
     verbs = parser.add_subparsers(dest="verb", required=True)
     write = verbs.add_parser("write", help="bundle a results folder")
     write.add_argument("--results", type=Path, default=Path("results"))
-    write.add_argument("--config", type=Path, required=True)
+    write.add_argument("--config", type=Path,
+                       help="the config to bundle; default: the one the runs were measured with (results/measured-with.yaml)")
     write.add_argument("--out", type=Path, required=True)
     write.add_argument("--binaries", type=Path, default=Path("bin"))
     check = verbs.add_parser("check", help="validate a bundle offline")
@@ -51,15 +57,29 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
+def measured_config(results: Path, scratch: Path) -> Path:
+    """The config the runs in `results` were measured with, as a file to
+    bundle (membench.core.measured_with), else the default config: the
+    bundle's config.yaml is what figures-only draws its runs with."""
+    said = measured_with.read(results)
+    if said is None:
+        return REPO / measured_with.PROFILE_CONFIG
+    path = scratch / "config.yaml"
+    path.write_text(yaml.safe_dump(said["config"], sort_keys=False))
+    return path
+
+
 def run(args: argparse.Namespace) -> str:
     """What the verb did, in one line; BundleRefused when it did not."""
     if args.verb == "write":
-        if not args.config.is_file() or not args.results.is_dir():
-            raise bundle_check.BundleRefused(f"bundle: needs a config file and a results folder ({args.config}, {args.results})")
-        if args.out.is_dir() or not args.out.name:
-            raise bundle_check.refuse(args.out, "a folder; name the bundle's file (BUNDLE=run.crate.zip)")
-        check = functools.partial(bundle_check.check_bundle, findings_schema=FINDINGS_SCHEMA)
-        out = bundle.write_bundle(args.results, args.config, args.out, REPO, args.binaries, check=check)
+        with tempfile.TemporaryDirectory(prefix="membench-bundle-config-") as scratch:
+            config = args.config or measured_config(args.results, Path(scratch))
+            if not config.is_file() or not args.results.is_dir():
+                raise bundle_check.BundleRefused(f"bundle: needs a config file and a results folder ({config}, {args.results})")
+            if args.out.is_dir() or not args.out.name:
+                raise bundle_check.refuse(args.out, "a folder; name the bundle's file (BUNDLE=run.crate.zip)")
+            check = functools.partial(bundle_check.check_bundle, findings_schema=FINDINGS_SCHEMA)
+            out = bundle.write_bundle(args.results, config, args.out, REPO, args.binaries, check=check)
         return f"Bundle: {out} (checked)"
     if args.verb == "check":
         bundle_check.check_bundle(args.bundle, FINDINGS_SCHEMA)
