@@ -135,3 +135,16 @@ def test_status_after_a_finished_run_promises_no_time():
     said = estimate.lines(done, "Still to measure (vm), by the model:")
     assert done.seconds == 0 and "nothing left to measure or draw" in said[-1]
     assert "planned rounds are over" in said[-2]
+
+
+def test_a_left_out_cell_is_never_built_nor_planned():
+    from membench.plan import rounds
+
+    config, cells = default_config("60s")
+    config = first_answer.with_left_out(config, cells, HOST)
+    out = set(config[budget.LEFT_OUT])
+    inputs = rounds.RoundInputs(config, cells, TABLE)
+    built = set(inputs.binaries(5, "bin/vm"))  # a planned round
+    assert all(f"readonly-v0{k:02d}" not in " ".join(built) for k in range(2, 16))  # only v001 is kept
+    study = inputs.adaptive_study("vm", 5, {c.id for c in cells})
+    assert not {r["cell"] for r in study["requests"]} & out

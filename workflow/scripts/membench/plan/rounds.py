@@ -176,8 +176,10 @@ class RoundInputs:
     def adaptive_study(self, system: str, round_index: int, cell_ids: set[str]) -> dict:
         """A planned round's study (a budget's round past min_repeats):
         repetition k of the config cells named (config_cell_ids maps a
-        node-matrix pair to its cell) that have one."""
-        wanted = [cell.repeats > round_index and cell.id in cell_ids for cell in self._cells]
+        node-matrix pair to its cell) that have one, never a cell a small
+        budget left out (its binary is not built)."""
+        wanted = [cell.repeats > round_index and fixed > 0 and cell.id in cell_ids
+                  for cell, fixed in zip(self._cells, self._fixed)]  # fmt: skip
         return self._study(system, round_index, wanted)
 
 
@@ -211,10 +213,12 @@ class RoundInputs:
         return str(path)
 
     def binaries(self, round_index: int, bin_dir: str) -> list[str]:
-        """Round k's binaries: its cells' (an adaptive round's: every cell's that may have one)."""
+        """Round k's binaries: its cells' (an adaptive round's: every cell's
+        that may have one; a cell a small budget left out has no findings to
+        plan it by, so its binary is never built: membench.plan.first_answer)."""
         adaptive = round_index >= max(self._fixed, default=0)
         return sorted({layout.binary_path(bin_dir, cell) for cell, fixed in zip(self._cells, self._fixed)
-                       if (cell.repeats if adaptive else fixed) > round_index})  # fmt: skip
+                       if (cell.repeats if adaptive and fixed else fixed) > round_index})  # fmt: skip
 
 
 def budget_key(config: dict, cells: list[Cell], variants_table: dict, system: str) -> str:
