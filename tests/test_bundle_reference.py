@@ -193,7 +193,8 @@ def test_make_reference_writes_nothing_into_the_atlas_for_a_damaged_bundle(tmp_p
 
 def test_an_idle_latency_every_run_of_which_was_disturbed_is_no_median_to_publish(tmp_path):
     """A busy default run's first screen reads "idle latency ≤ 1.5 ns (⚑ all
-    2 runs disturbed)": make reference published it as a median (n=0)."""
+    2 runs disturbed)": make reference published it as a median (n=0); a
+    small run's chase that stayed in the caches published 3.4 ns as memory."""
     from membench.compare import reference
 
     summary = tmp_path / "results" / "summary"
@@ -201,7 +202,9 @@ def test_an_idle_latency_every_run_of_which_was_disturbed_is_no_median_to_publis
     bound = {"group": "idle latency", "what": "local", "how": "4k pages", "value": 1.5, "unit": "ns", "n": 0,
              "interval": None, "bound": "at most"}  # fmt: skip
     measured = {**bound, "value": 98.0, "n": 3, "interval": [97.0, 99.0], "bound": None}
-    for rows, expected in (([bound], None), ([measured], 98.0)):
+    in_cache = {**measured, "value": 3.4, "how": "4k pages ⚑ 2 MiB of lines, short of 8 × the LLC (128 MiB)"}
+    for rows, expected, why in (([bound], None, "disturbed"), ([measured], 98.0, None), ([in_cache], None, "never reached")):
         (summary / "findings.json").write_text(json.dumps({"systems": [{"system": "vm", "headline": rows}], "findings": []}))
-        found = reference.run_quantities(tmp_path / "results", "vm")
-        assert found.get("idle latency", {}).get("value") == expected
+        found = reference.run_quantities(tmp_path / "results", "vm")["idle latency"]
+        assert found["value"] == expected and (why is None) == ("unusable" not in found)
+        assert why is None or why in found["unusable"]

@@ -151,18 +151,30 @@ def run_quantities(results: Path, system: str) -> dict:
     findings = _findings(results) or {}
     mine = next((s for s in findings.get("systems", []) if s["system"] == system), {"headline": []})
     for row in mine["headline"]:
-        # a bound (every run disturbed: "at most ...") is no median to publish or compare against
-        if row["group"] == "idle latency" and row["value"] is not None and not row.get("bound") and "idle latency" not in found:
-            found["idle latency"] = {**_evidence(row), "how": f"findings.json: idle latency, {row['what']}, {row['how']}"}
+        # a bound (every run disturbed: "at most ...") or a sweep that never left the caches is no memory
+        # latency to publish or compare against: said as such
+        if row["group"] == "idle latency" and row["value"] is not None and "idle latency" not in found:
+            how = f"findings.json: idle latency, {row['what']}, {row['how']}"
+            found["idle latency"] = (unusable("every run of this run's counterpart was disturbed", how) if row.get("bound")
+                                     else unusable("this run's chase never reached 8 x the last-level cache", how)
+                                     if "short of" in row["how"] else {**_evidence(row), "how": how})  # fmt: skip
         if row["group"] in BANDWIDTH_GROUPS and row["value"] is not None and not row.get("bound") and "all-read" not in found:
             found["all-read"] = {**_evidence(row), "label": STAND_IN,
                                  "how": f"findings.json: {row['group']} ({row['what']}, "
                                  f"{row['how'].split(';')[0]}), not an all-reads mix: this run has none"}  # fmt: skip
-    loaded = next((f for f in findings.get("findings", []) if f["system"] == system and f["kernel"] == "loaded"
-                   and f["value"] is not None and f["unit"] == "ns"), None)  # fmt: skip
-    if loaded:
+    loaded = next((f for f in findings.get("findings", []) if f["system"] == system and f["kernel"] == "loaded"), None)
+    if loaded and loaded["value"] is not None and loaded["unit"] == "ns":
         found["loaded latency"] = {**_evidence(loaded), "how": f"findings.json: {loaded['text']}"}
+    elif loaded and "disturbed" in loaded["text"]:
+        found["loaded latency"] = unusable("every run of this run's counterpart was disturbed", f"findings.json: {loaded['text']}")
     return found
+
+
+def unusable(why: str, how: str) -> dict:
+    """A quantity this run measured that gives no median to stand for it
+    (every run disturbed, a sweep that stayed in the caches): neither
+    published (make reference) nor compared (said not held, with why)."""
+    return {"value": None, "unit": None, "n": 0, "interval": None, "unusable": why, "how": how}
 
 
 def _evidence(row: dict) -> dict:
@@ -193,6 +205,10 @@ def _rows(reference: dict, quantities: dict, results: Path, system: str, run_is_
         key = counterpart(published)
         mine = quantities.get(key) if key else None
         what = " ".join(str(published.get(k)) for k in ("kernel", "op") if published.get(k)) + f" {published['quantity']}"
+        if (mine or {}).get("unusable"):
+            unheld.append(f"{what} {published['value']} {published['unit']} ({published.get('statistic')}): "
+                          f"{mine['unusable']}, no median to set beside it")  # fmt: skip
+            continue
         if not positive(published.get("value")) or not positive((mine or {}).get("value", 1.0)):
             which = f"published {published.get('value')!r}" if not positive(published.get("value")) else f"this run's {mine['value']!r}"
             unheld.append(f"{what} {published.get('value')!r} {published['unit']}: {which} is not a positive finite number; no ratio")

@@ -111,8 +111,8 @@ def number_entries(name: str, quantities: dict, topology: dict, environment: dic
     for key, mine in quantities.items():
         if mine.get("label") == reference.STAND_IN:
             continue  # the highest bandwidth stands in for a missing mix on the first screen; it is no all-read number
-        if mine.get("bound") or not mine.get("n"):
-            continue  # every run disturbed: a bound ("at most 1.5 ns"), no median to publish
+        if mine.get("unusable") or not mine.get("n"):
+            continue  # every run disturbed (a bound, "at most 1.5 ns") or a sweep in the caches: no median to publish
         cell = {"quantity": "bandwidth", "kernel": "stream", "op": key[1]} if isinstance(key, tuple) else shape[key]
         spread = f", range {mine['interval'][0]:.1f}-{mine['interval'][1]:.1f}" if mine.get("interval") else ""
         conditions = {"scope": scope, "benchmark": f"membench {' '.join(str(v) for v in cell.values() if v != cell['quantity'])}",
