@@ -23,6 +23,7 @@ from membench.core import layout, results_files  # noqa: E402
 from membench.store.stored import StoredRunsError  # noqa: E402
 from membench.compare.output import run_compare  # noqa: E402
 from membench.compare import reference  # noqa: E402
+from membench.plan import knobs as knob_table  # noqa: E402
 
 
 def _head(path: Path) -> str:
@@ -86,7 +87,7 @@ def main(argv=None) -> int:
     if problems:
         parser.error("; ".join(problems))
     ignore = [k.strip() for k in args.ignore.split(",") if k.strip()]
-    known = {k.removesuffix("_requested") for k in KNOBS} | set(KNOBS)
+    known = {knob_table.knob_word(k) for k in KNOBS} | set(KNOBS)
     unknown = [k for k in ignore if k not in known]
     if unknown:
         print(f"compare: IGNORE {','.join(unknown)}: no such knob; knobs: {', '.join(sorted(known))}", file=sys.stderr)

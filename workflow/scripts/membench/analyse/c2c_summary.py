@@ -23,7 +23,7 @@ import pandas as pd
 
 from membench.plan.c2c_pairs import CLASSES
 from membench.analyse.stats import disturbed_mask
-from membench.plan import families
+from membench.plan import families, knobs
 
 GROUP = ["system", "experiment", "variant", "op", "pair_class"]
 PAIR = ["system", "experiment", "variant", "op", "cpu_a", "cpu_b"]
@@ -43,7 +43,7 @@ MODE_GAP = 2.0
 # what the class and pair tables read from measurements.csv
 READ_COLUMNS = [
     *GROUP, "kernel", "status", "reason", "cpu_a", "cpu_b", "handoff_ns", "handoff_p10_ns", "handoff_p90_ns",
-    "pair_requested", "disturbed", "samples", "samples_switched", *PLACE,
+    knobs.asked("pair"), "disturbed", "samples", "samples_switched", *PLACE,
 ]  # fmt: skip
 CLASS_ORDER = {name: i for i, name in enumerate(CLASSES)}
 
@@ -128,7 +128,7 @@ def pair_table(table: pd.DataFrame) -> pd.DataFrame:
     columns = [*PAIR, "pair_class", *PLACE, "repetitions", "handoff_ns_median", "full_matrix"]
     if ok.empty:
         return pd.DataFrame(columns=columns)
-    ok = ok.assign(full_matrix=ok["pair_requested"] == "all")
+    ok = ok.assign(full_matrix=ok[knobs.asked("pair")] == "all")
     agg = ok.groupby([*PAIR, "pair_class", *PLACE, "full_matrix"], dropna=False, sort=False).agg(
         repetitions=("handoff_ns", "size"), handoff_ns_median=("handoff_ns", "median")
     )

@@ -19,7 +19,7 @@ import math
 
 import pandas as pd
 
-from membench.plan import families
+from membench.plan import families, knobs
 
 IN_CACHE = "in cache"
 NEAR_CACHES = "near the caches"
@@ -79,10 +79,10 @@ def mark_in_cache(cells: pd.DataFrame) -> pd.DataFrame:
     inside = in_cache(cells)
     if not inside.any():
         return cells
-    cells = cells.copy()
-    cells["size_requested"] = cells["size_requested"].astype(object)
-    cells.loc[inside, "size_requested"] = [
-        f"{size} {MARK} {where}" for size, where in zip(cells.loc[inside, "size_requested"], cells.loc[inside, "cache"])
+    cells, size = cells.copy(), knobs.asked("size")
+    cells[size] = cells[size].astype(object)
+    cells.loc[inside, size] = [
+        f"{asked} {MARK} {where}" for asked, where in zip(cells.loc[inside, size], cells.loc[inside, "cache"])
     ]
     return cells
 

@@ -21,6 +21,9 @@ from membench.analyse import memory_plateau
 from membench.plan import families, knobs, latency_sweep
 from membench.core.text import percent
 
+# The record keys of the knobs a latency's placement and curve are told by, as asked.
+POLICY, GROUP, SPACING = (knobs.asked(name) for name in ("policy", "chase_group", "chase_spacing"))
+
 LATENCY_KERNEL, LATENCY_OP = families.idle_latency()
 
 
@@ -63,7 +66,7 @@ def placement_key(policy: str, affinity: str) -> str:
 
 
 def _placements(cells: pd.DataFrame) -> pd.Series:
-    return pd.Series([placement_key(p, a) for p, a in zip(cells["policy_requested"], cells["affinity"])], index=cells.index)
+    return pd.Series([placement_key(p, a) for p, a in zip(cells[POLICY], cells["affinity"])], index=cells.index)
 
 
 PAGE_BYTES = {"4k": 4096, "thp": 2**21, "hugetlb-2m": 2**21, "hugetlb-1g": 2**30}
@@ -105,12 +108,12 @@ def _with_group(cells: pd.DataFrame) -> pd.DataFrame:
     groups and say that it is unknown. Its spacing as a number (spacing_bytes,
     NaN where not recorded: the rules use it) and as the words findings
     shows today (spacing: "256 B", "spacing not recorded")."""
-    spacing = pd.to_numeric(cells.get("chase_spacing_requested", pd.Series(math.nan, index=cells.index)), errors="coerce")
+    spacing = pd.to_numeric(cells.get(SPACING, pd.Series(math.nan, index=cells.index)), errors="coerce")
     words = spacing.map(lambda s: "spacing not recorded" if pd.isna(s) else f"{int(s)} B")
     cells = cells.assign(spacing_bytes=spacing, spacing=words)
-    if "chase_group_requested" not in cells:
+    if GROUP not in cells:
         return cells.assign(group="group not recorded")
-    return cells.assign(group=cells["chase_group_requested"].map(lambda g: "group not recorded" if pd.isna(g) else group_text(g)))
+    return cells.assign(group=cells[GROUP].map(lambda g: "group not recorded" if pd.isna(g) else group_text(g)))
 
 
 def _keys(cells: pd.DataFrame) -> list[pd.Series]:
@@ -222,8 +225,8 @@ def idle_latencies(cells: pd.DataFrame, llc_bytes: dict[str, int] | None = None,
 
 
 # What a curve's records need: the keys of one sweep and its values.
-CURVE_COLUMNS = ["system", "experiment", "cell", "repeat", "kernel", "op", "policy_requested", "affinity", "pages",
-                 "chase_group_requested", "chase_spacing_requested", "working_set_bytes", "ns_per_load", "ns_median",
+CURVE_COLUMNS = ["system", "experiment", "cell", "repeat", "kernel", "op",
+                 *knobs.columns("policy", "affinity", "pages", "chase_group", "chase_spacing"), "working_set_bytes", "ns_per_load", "ns_median",
                  "ns_min", "ns_max", "n_ok", "n_used", "sweep_held"]  # fmt: skip
 
 
@@ -358,7 +361,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int], llc_b
     bandwidth = cells[cells["kernel"].isin(families.named(lambda f: f.bandwidth)) & (cells["n_ok"] > 0)]
     rows = []
     for row in bandwidth.itertuples():
-        placement = placement_key(row.policy_requested, row.affinity)
+        placement = placement_key(getattr(row, POLICY), row.affinity)
         traffic = read_traffic(row)
         latency = _match(latencies, row.system, placement, row.pages)
         out = {

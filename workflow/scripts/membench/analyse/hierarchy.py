@@ -30,11 +30,13 @@ import pandas as pd
 from membench.analyse.concurrency import PAGE_BYTES
 from membench.analyse.memory_plateau import LLC_REACH, Memory, Plateau, find_memory, held_runs, memory_text, plateaus
 from membench.plan.grammar import DEFAULT_CHASE_GROUP, DEFAULT_CHASE_SPACING, group_text, size_text
-from membench.plan import families, latency_sweep
+from membench.plan import families, knobs, latency_sweep
 
 MEMORY = "memory"
 # The memory plateau begins "well before" the sysfs LLC at this share of it or below.
 WELL_BEFORE = 0.5
+# The record keys of the knobs a chase curve is chosen by, as asked.
+POLICY, GROUP, SPACING = (knobs.asked(name) for name in ("policy", "chase_group", "chase_spacing"))
 
 
 def cache_levels(topology: dict) -> list[tuple[str, int]]:
@@ -135,13 +137,13 @@ def sweep_curves(cells: pd.DataFrame) -> pd.DataFrame:
     chase = cells[(cells["kernel"] == kernel) & (cells["op"] == op) & (cells["n_ok"] > 0)]
     if chase.empty or "ns_median" not in chase:
         return chase.iloc[0:0]
-    chase = chase[chase["policy_requested"].isin(["default", "local"])]
-    if "chase_group_requested" in chase:
-        default = chase["chase_group_requested"].map(lambda g: not pd.isna(g) and group_text(g) == group_text(DEFAULT_CHASE_GROUP))
+    chase = chase[chase[POLICY].isin(["default", "local"])]
+    if GROUP in chase:
+        default = chase[GROUP].map(lambda g: not pd.isna(g) and group_text(g) == group_text(DEFAULT_CHASE_GROUP))
         has_default = default.groupby([chase["system"], chase["pages"]]).transform("any")
         chase = chase[default | ~has_default]
-    if "chase_spacing_requested" in chase:  # one spacing per curve: the default when measured
-        spacing = chase["chase_spacing_requested"]
+    if SPACING in chase:  # one spacing per curve: the default when measured
+        spacing = chase[SPACING]
         default = spacing == DEFAULT_CHASE_SPACING
         has_default = default.groupby([chase["system"], chase["pages"]]).transform("any")
         chase = chase[default | ~has_default | spacing.isna()]
@@ -159,7 +161,7 @@ def matrix_memory_rows(cells: pd.DataFrame, system: str) -> dict[str, dict[str, 
         return {}
     chase = chase.reset_index(drop=True)
     cpu = chase["affinity"].astype(str).str.extract(r"^node:(\d+)$")[0]
-    mem = chase["policy_requested"].astype(str).str.extract(r"^bind:(\d+)$")[0]
+    mem = chase[POLICY].astype(str).str.extract(r"^bind:(\d+)$")[0]
     pairs = chase[cpu.notna() & mem.notna()].assign(cpu_node=cpu, memory_node=mem)
     if pairs.empty:
         return {}
@@ -191,9 +193,9 @@ def policy_memory_rows(cells: pd.DataFrame, system: str, levels: list[tuple[str,
     rows: dict[str, dict[str, dict]] = {}
     llc = levels[-1][1] if levels else None
     for policy, level in (("local", "local memory"), ("remote", "remote memory")):
-        mine = chase[chase["policy_requested"] == policy]
+        mine = chase[chase[POLICY] == policy]
         for pages, points in mine.groupby("pages", sort=False):
-            spacing = points["chase_spacing_requested"].iloc[0] if "chase_spacing_requested" in points else None
+            spacing = points[SPACING].iloc[0] if SPACING in points else None
             curve = points.groupby("working_set_bytes")["ns_median"].median().dropna()  # a point whose every run was disturbed has no number
             if curve.empty:  # every point of this page size disturbed: its column reads "not found"
                 continue
@@ -250,7 +252,7 @@ def _runs_at(points: pd.DataFrame, curve: pd.Series) -> list[float]:
 def _page_rows(points: pd.DataFrame, levels: list[tuple[str, int]], clock: dict, line_bytes: int,
                idle: pd.Series | None) -> dict[str, dict]:
     """One page size's column of the table: level -> {ns, cycles, derivation[, memory's flag]}."""
-    spacing = points["chase_spacing_requested"].iloc[0] if "chase_spacing_requested" in points else None
+    spacing = points[SPACING].iloc[0] if SPACING in points else None
     curve = points.groupby("working_set_bytes")["ns_median"].median().dropna()  # a point whose every run was disturbed has no number
     if curve.empty:  # every point of this page size disturbed: its column reads "not found"
         return {}

@@ -19,7 +19,7 @@ import pandas as pd
 
 from membench.analyse.concurrency import lines_in_flight, read_traffic
 from membench.analyse.stats import add_series
-from membench.plan import families
+from membench.plan import families, knobs
 
 # op -> MLC's name of the mix; the ratio counts the kernel's read and write
 # streams (STREAM convention). Order = MLC's columns.
@@ -39,7 +39,7 @@ def mix_cells(cells: pd.DataFrame) -> pd.DataFrame | None:
     ok = cells[(cells["n_ok"] > 0) & cells["op"].isin(MIXES)]
     if ok.empty:
         return None
-    return add_series(ok, ["variant", "affinity", "pages", "init", "size_requested"])
+    return add_series(ok, knobs.series_columns(leaving=("policy",)))
 
 
 def beat(write: pd.Series, reads: pd.Series) -> dict | None:
@@ -60,8 +60,8 @@ def little_points(cells: pd.DataFrame, line_bytes: dict[str, int]) -> pd.DataFra
     ok = cells[cells["kernel"].isin(families.named(lambda f: f.metric == families.LOADED)) & (cells["n_ok"] > 0)]
     if ok.empty:
         return None
-    ok = add_series(ok, ["system", "variant", "affinity", "policy_requested", "pages", "size_requested", "chase_group_requested"])
-    ok = ok.sort_values(["series", "op", "threads", "load_delay_requested"], kind="stable")
+    ok = add_series(ok, ["system", *knobs.columns("variant", "affinity", "policy", "pages", "size", "chase_group")])
+    ok = ok.sort_values(["series", "op", "threads", knobs.asked("load_delay")], kind="stable")
     reads = [read_traffic(row, "median") for _, row in ok.iterrows()]
     lines = [
         lines_in_flight(r, ns, line_bytes[system]) if system in line_bytes else math.nan

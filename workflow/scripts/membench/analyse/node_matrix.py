@@ -22,12 +22,12 @@ import pandas as pd
 
 from membench.core.text import missing
 
-from membench.plan import families
+from membench.plan import families, knobs
 
 LATENCY_KERNELS = tuple(families.named(lambda f: f.metric == families.LATENCY))
 # Axes other than the pair that may vary within a matrix experiment: each
 # combination is a matrix of its own.
-OTHER_AXES = ["variant", "threads_requested", "pages", "init", "size_requested", "chase_group_requested"]
+OTHER_AXES = knobs.columns("variant", "threads", "pages", "init", "size", "chase_group")
 
 
 @dataclass
@@ -127,7 +127,7 @@ def experiment_matrices(
         groups = mine.groupby(varying, dropna=False, sort=False) if varying else [((), mine)]
         for key, group in groups:
             key = key if isinstance(key, tuple) else (key,)
-            extra = ", ".join(f"{a.removesuffix('_requested')}={v}" for a, v in zip(varying, key))
+            extra = ", ".join(f"{knobs.knob_word(a)}={v}" for a, v in zip(varying, key))
             title = f"{system}: {label} ({metric})" + (f", {extra}" if extra else "")
             out.append(_one_matrix(system, title, metric, group, topologies.get(system)))
     return out
@@ -135,7 +135,7 @@ def experiment_matrices(
 
 def _one_matrix(system: str, title: str, metric: str, group: pd.DataFrame, topology: dict | None) -> NodeMatrix:
     group = group.assign(row=group["affinity"].map(lambda a: _node_key(a, "node")))
-    group = group.assign(column=group["policy_requested"].map(lambda p: _node_key(p, "bind")))
+    group = group.assign(column=group[knobs.asked("policy")].map(lambda p: _node_key(p, "bind")))
     rows = sorted(set(group["row"].tolist()), key=_sort_key)
     columns = sorted(set(group["column"].tolist()), key=_sort_key)
 

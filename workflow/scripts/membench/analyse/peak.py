@@ -30,7 +30,7 @@ import pandas as pd
 
 from membench.analyse.caches import past_caches
 from membench.analyse.concurrency import placement_class
-from membench.plan import families
+from membench.plan import families, knobs
 from membench.core.text import percent
 
 PAGE_SHARE = 0.05  # a node holds a cell's pages from this share of the sample on (said beside the bound)
@@ -164,10 +164,10 @@ def cell_shares(cells: pd.DataFrame, peaks: dict[str, dict]) -> pd.DataFrame:
         if pd.isna(bound):
             bound = used  # stored summaries from before the bound: the node count
         bound = min(max(float(bound), 1.0), float(peak["nodes"]))
-        if placement_class(str(row["policy_requested"])) == "remote" and peak["interconnect_gbps"]:
+        if placement_class(str(row[knobs.asked("policy")])) == "remote" and peak["interconnect_gbps"]:
             rows.append((index, peak["interconnect_gbps"], f"interconnect, {peak['interconnect']}"))
         else:
-            kind = "memory" if placement_class(str(row["policy_requested"])) != "remote" else "memory (interconnect not stated)"
+            kind = "memory" if placement_class(str(row[knobs.asked("policy")])) != "remote" else "memory (interconnect not stated)"
             rows.append((index, peak["node_gbps"] * bound, f"{kind}, {_nodes_said(used, bound, peak['nodes'])}"))
     if not rows:
         return bandwidth.iloc[0:0].assign(peak_gbps=[], peak_of=[], traffic_gbps=[], peak_share=[], peak_share_best=[])

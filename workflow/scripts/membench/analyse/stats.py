@@ -31,7 +31,7 @@ def add_series(table: pd.DataFrame, axes: list[str] = SERIES_AXES) -> pd.DataFra
         table["series"] = table["affinity"].astype(str)
     else:
         table["series"] = table[varying].astype(str).apply(
-            lambda row: ", ".join(f"{a.removesuffix('_requested')}={v}" for a, v in row.items()), axis=1
+            lambda row: ", ".join(f"{knobs.knob_word(a)}={v}" for a, v in row.items()), axis=1
         )
     return table
 

@@ -5,8 +5,8 @@ A side is a run directory (holding results/), a results directory (holding
 records are read through membench.store.collect (checked against the record
 contract, placement classes from topology.json); summary CSVs never are.
 
-Cells match on their knobs (KNOBS, plus any other "<knob>_requested" key
-the records of both sides carry), never on file, cell or experiment
+Cells match on their knobs (KNOBS, plus any other key stating a knob as
+asked, membench.plan.knobs.states_asked, that the records of both sides carry), never on file, cell or experiment
 names; --ignore drops knobs from the match (to compare 4k against thp, or
 close against spread). For each matched cell, op (and working set) and
 metric the statistics of membench.compare.verdicts; the cells whose verified
@@ -157,7 +157,7 @@ def _norm(value):
 
 def knob_columns(base: pd.DataFrame, new: pd.DataFrame, ignore: list[str]) -> tuple[list[str], list[str]]:
     """(knobs matched on, notes on knobs recorded on one side only)."""
-    extra = sorted(c for c in set(base) & set(new) if c.endswith("_requested") and c not in KNOBS + list(NOT_KNOBS))
+    extra = sorted(c for c in set(base) & set(new) if knob_table.states_asked(c) and c not in KNOBS + list(NOT_KNOBS))
     knobs, notes = [], []
     for knob in KNOBS + extra:
         if knob in ignore:
@@ -191,7 +191,7 @@ def _pair_keys(base: pd.DataFrame, new: pd.DataFrame, knobs: list[str]) -> tuple
 
 def _knob_text(key: str, knobs: list[str], leave_out: tuple[str, ...] = ()) -> str:
     values = [json.loads(v) for v in key.split(SEP)] if knobs else []
-    return " ".join(f"{k.removesuffix('_requested')}={v}" for k, v in zip(knobs, values)
+    return " ".join(f"{knob_table.knob_word(k)}={v}" for k, v in zip(knobs, values)
                     if v is not None and k not in leave_out)  # fmt: skip
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from membench.analyse.hierarchy import MEMORY, cache_levels
 from membench.core.text import size_text
-from membench.plan import latency_sweep
+from membench.plan import knobs, latency_sweep
 
 
 def sweep_levels(table: pd.DataFrame, topology: dict | None) -> pd.Series:
@@ -26,7 +26,7 @@ def sweep_levels(table: pd.DataFrame, topology: dict | None) -> pd.Series:
         return out
     levels = cache_levels(topology)
     line = int(topology.get("line_bytes") or 64)
-    spacing = next((table[c] for c in ("chase_spacing", "chase_spacing_requested") if c in table), None)
+    spacing = next((table[c] for c in ("chase_spacing", knobs.asked("chase_spacing")) if c in table), None)
     points = table["working_set_bytes"].notna()
     ws = table.loc[points, "working_set_bytes"].astype("int64")
     touched = ws.copy()

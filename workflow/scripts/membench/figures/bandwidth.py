@@ -11,7 +11,7 @@ import pandas as pd
 from membench.analyse.caches import MARK, in_cache
 from membench.analyse.stats import add_series
 from membench.core.paths import VARIANTS_FILE
-from membench.plan import variants
+from membench.plan import knobs, variants
 from membench.figures.peak_lines import draw_peak_lines
 from membench.figures.style import GBPS_LABEL, colours, empty, fixed_jitter, sns, to_svg
 
@@ -57,7 +57,7 @@ def scaling_svg(cells: pd.DataFrame, name: str, peaks: list[tuple[float, str]] =
 def size_svg(cells: pd.DataFrame, name: str, peaks: list[tuple[float, str]] = ()) -> str:
     """Bandwidth vs bytes per array (log x): caches, then memory, then the
     spill past a node's memory (the ORNL experiment)."""
-    ok = add_series(cells[cells["n_ok"] > 0], ["system", "variant", "threads", "affinity", "policy_requested", "pages", "init"])
+    ok = add_series(cells[cells["n_ok"] > 0], ["system", knobs.column("variant"), "threads", *knobs.columns("affinity", "policy", "pages", "init")])
     if ok.empty:
         return empty("no successful measurements in this experiment", name)
     ok = ok.assign(curve=ok["op"] + ("" if ok["series"].nunique() == 1 else ", " + ok["series"]))
@@ -93,7 +93,7 @@ def ladder_svg(measurements: pd.DataFrame, name: str, peaks: list[tuple[float, s
     # The variant is the x axis, and the page size follows it (pages: variant).
     ok = add_series(
         measurements[measurements["status"] == "ok"],
-        ["system", "affinity", "policy_requested", "pages_requested", "init", "size_requested"],
+        ["system", *knobs.asked_keys("affinity", "policy", "pages", "init", "size")],
     )
     if ok.empty:
         return empty("no successful measurements in this experiment", name)

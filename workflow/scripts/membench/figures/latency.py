@@ -16,6 +16,7 @@ import pandas as pd
 from membench.analyse.stats import add_series
 from membench.figures import nothing_drawn
 from membench.figures.style import GBPS_LABEL, empty, sns, to_svg
+from membench.plan import knobs
 from membench.plan.grammar import group_text, size_text
 
 
@@ -43,9 +44,10 @@ def latency_svg(cells: pd.DataFrame, caches: dict[str, list[dict]], name: str) -
     # a cell with no positive median (every repetition disturbed, none
     # valid) has nothing for a log axis to draw
     cells = cells[(cells["n_ok"] > 0) & (_numbers(cells, "ns_median") > 0)]
-    if "chase_group_requested" in cells:
-        cells = cells.assign(chase_group_requested=cells["chase_group_requested"].map(group_text))
-    ok = add_series(cells, ["system", "pages", "policy_requested", "variant", "chase_group_requested"])
+    group = knobs.asked("chase_group")
+    if group in cells:
+        cells = cells.assign(**{group: cells[group].map(group_text)})
+    ok = add_series(cells, ["system", *knobs.columns("pages", "policy", "variant", "chase_group")])
     if ok.empty:
         return empty(nothing_drawn.from_cells(everything, "latency measurements", "median ns per load"), name)
     ok = ok.assign(curve=ok["op"] + ("" if ok["series"].nunique() == 1 else ", " + ok["series"]))
@@ -82,7 +84,7 @@ def loaded_svg(cells: pd.DataFrame, name: str, line_bytes: dict[str, int] | None
     delay and, with the line size known, Little's law: the load threads'
     traffic (with write-allocate reads) x that latency, in cache lines."""
     drawable = (cells["n_ok"] > 0) & _numbers(cells, "ns_mean").notna() & _numbers(cells, "gbps_mean").notna()
-    ok = add_series(cells[drawable], ["system", "op", "pages", "policy_requested", "threads"])
+    ok = add_series(cells[drawable], ["system", "op", *knobs.columns("pages", "policy"), "threads"])
     if ok.empty:
         return empty(nothing_drawn.from_cells(cells, "loaded-latency measurements", "latency and bandwidth"), name)
     fig, ax = plt.subplots(figsize=(7, 4.2))
@@ -91,7 +93,7 @@ def loaded_svg(cells: pd.DataFrame, name: str, line_bytes: dict[str, int] | None
         ax.errorbar(part["gbps_mean"], part["ns_mean"], xerr=part["gbps_std"].fillna(0), yerr=part["ns_std"].fillna(0),
                     marker="o", ms=4, capsize=3, label=label)  # fmt: skip
         for row in part.itertuples():
-            label = f"delay {row.load_delay_requested}"
+            label = f"delay {getattr(row, knobs.asked('load_delay'))}"
             wa = getattr(row, "gbps_wa_mean", math.nan)
             traffic = row.gbps_mean if wa is None or math.isnan(wa) else wa
             if (line_bytes or {}).get(row.system):

@@ -28,12 +28,14 @@ from membench.figures import bandwidth, c2c, distribution, latency, node_heatmap
 from membench.figures.peak_lines import figure_systems, peak_lines
 from membench.figures.style import THEME, empty, plt
 from membench.analyse.caches import mark_in_cache
+from membench.plan import knobs
 from membench.store.collect import read_measurements
 
 # The measurement columns the figures read (a study's table has many more).
 FIGURE_COLUMNS = [
-    "system", "experiment", "cell", "kernel", "variant", "op", "threads", "threads_requested", "affinity",
-    "policy_requested", "pages", "pages_requested", "init", "size_requested", "status", "gbps",
+    "system", "experiment", "cell", "kernel", knobs.column("variant"), "op", "threads",
+    *knobs.columns("threads", "affinity", "policy", "pages"), knobs.asked("pages"), *knobs.columns("init", "size"),
+    "status", "gbps",
     "threads_per_node", "threads_per_package", "node_imbalance", "smt_shared_cores", "oversubscribed_cpus",
     "migrated_threads", "page_locality", "hugepages", "disturbed",
     "reason",  # a figure with no ok run says why (membench.figures.nothing_drawn)
@@ -63,12 +65,13 @@ class Inputs:
     def runs(self) -> pd.DataFrame:
         table = read_measurements(self.measurements, FIGURE_COLUMNS)
         table = table[table["experiment"] == self.experiment]
-        marked = self.cells()[["system", "cell", "size_requested"]].drop_duplicates(["system", "cell"])
+        size = knobs.asked("size")
+        marked = self.cells()[["system", "cell", size]].drop_duplicates(["system", "cell"])
         if table.empty or marked.empty:
             return table
-        sizes = dict(zip(zip(marked["system"], marked["cell"]), marked["size_requested"]))
+        sizes = dict(zip(zip(marked["system"], marked["cell"]), marked[size]))
         table = table.copy()
-        table["size_requested"] = [sizes.get(key, size) for key, size in zip(zip(table["system"], table["cell"]), table["size_requested"])]
+        table[size] = [sizes.get(key, asked) for key, asked in zip(zip(table["system"], table["cell"]), table[size])]
         return table
 
     def peaks(self) -> list[tuple[float, str]]:

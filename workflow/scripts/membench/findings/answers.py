@@ -21,11 +21,13 @@ import pandas as pd
 from membench.analyse.caches import past_caches
 from membench.core.text import percent, size_text
 from membench.findings import evidence
-from membench.plan import families
+from membench.plan import families, knobs
 
 # Axes a bandwidth experiment may vary, in the order a comparison names them.
-AXES = ["variant", "threads", "affinity", "policy_requested", "pages", "init", "size_requested", "load_delay_requested"]
-AXIS_WORDS = {"policy_requested": "policy", "size_requested": "size", "load_delay_requested": "delay"}
+# threads: the threads the harness ran (the other axes as asked).
+SIZE = knobs.asked("size")
+AXES = [knobs.column("variant"), "threads", *knobs.columns("affinity", "policy", "pages", "init", "size", "load_delay")]
+AXIS_WORDS = {knobs.asked("policy"): "policy", SIZE: "size", knobs.asked("load_delay"): "delay"}
 # What each paper asks (MISSION.md).
 QUESTIONS = {
     "colfax": "What does thread placement change, in the mean and in the spread?",
@@ -52,7 +54,7 @@ FEATURES = {
 def _level_text(axis: str, value) -> str:
     if axis == "threads":
         return f"{int(value)} thread{'s' if int(value) != 1 else ''}"
-    if axis == "size_requested":
+    if axis == SIZE:
         return size_text(float(value)) if str(value).replace(".", "", 1).isdigit() else str(value)
     return f"{AXIS_WORDS.get(axis, axis)} {value}"
 
@@ -332,16 +334,16 @@ def size_answer(cells: pd.DataFrame, runs: pd.DataFrame) -> dict:
     between neighbouring sizes), and the share of each size's pages that
     spilled to another node; serial against parallel first touch."""
     varying = _varying(cells)
-    if "size_requested" not in varying and "init" not in varying:
+    if SIZE not in varying and "init" not in varying:
         return scaling_answer("ornl", cells, runs)
     column = "gbps"
     details = []
     main = None
-    if "size_requested" in varying:
+    if SIZE in varying:
         op = _ops(cells)[-1]
         ordered = cells[cells["op"] == op].sort_values("size_bytes")
         for before, after in zip(ordered.iloc[:-1].itertuples(), ordered.iloc[1:].itertuples()):
-            if str(before.size_requested) == str(after.size_requested):
+            if str(getattr(before, SIZE)) == str(getattr(after, SIZE)):
                 continue
             result = evidence.effect(_runs_of(runs, before.cell, op, column), _runs_of(runs, after.cell, op, column), higher_is_better(column))
             spill = spilled_share(runs, after.cell)

@@ -33,7 +33,7 @@ from membench.findings.first_screen import headline_rows
 from membench.findings.headline import STANDINGS, best_cell, row_runs
 from membench.analyse.c2c_summary import memory_by_system
 from membench.findings.sections import build_sections, derived_tables
-from membench.plan import budget, families
+from membench.plan import budget, families, knobs
 from membench.store.collect import read_measurements
 
 VERSION = 1
@@ -59,7 +59,7 @@ def plain(value):
 
 
 # The columns of a repetition the answers read (absent ones read as missing).
-RUN_COLUMNS = ["system", "experiment", "cell", "kernel", "op", "threads", "affinity", "policy_requested", "pages",
+RUN_COLUMNS = ["system", "experiment", "cell", "kernel", "op", "threads", *knobs.columns("affinity", "policy", "pages"),
                "working_set_bytes", "gbps", "gbps_wa", "ns_per_load", "handoff_ns", "pair_class",
                "oversubscribed_cpus", "array_page_nodes"]  # fmt: skip
 

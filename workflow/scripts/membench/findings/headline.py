@@ -16,7 +16,7 @@ from membench.analyse.c2c_summary import HIERARCHY_QUANTITIES
 from membench.analyse.caches import past_caches
 from membench.analyse.concurrency import lines_in_flight, placement_key, read_traffic
 from membench.analyse.modes import MIN_RUNS
-from membench.plan import families
+from membench.plan import families, knobs
 from membench.core.text import percent
 
 # Families whose records are bandwidths (not latencies or transfers).
@@ -217,7 +217,7 @@ def loaded_near(cells: pd.DataFrame, placement: str, pages: str, read_gbps: floa
     if "ns_median" not in cells or not _known(read_gbps):
         return None
     loaded = cells[cells["kernel"].isin(LOADED) & cells["ns_median"].notna() & (cells["pages"] == pages)]
-    loaded = loaded[[placement_key(p, a) == placement for p, a in zip(loaded["policy_requested"], loaded["affinity"])]]
+    loaded = loaded[[placement_key(p, a) == placement for p, a in zip(loaded[knobs.asked("policy")], loaded["affinity"])]]
     if loaded.empty:
         return None
     reads = loaded.apply(read_traffic, axis=1).astype(float)

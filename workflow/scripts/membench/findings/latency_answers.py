@@ -17,7 +17,10 @@ from membench.analyse.concurrency import latency_run_values
 from membench.core.text import size_text
 from membench.findings import evidence
 from membench.findings.answers import finding, detail, metric_of
+from membench.plan import knobs
 
+# The record key of the load's delay as asked (pause iterations).
+DELAY = knobs.asked("load_delay")
 LOWER_IS_BETTER = False  # evidence.effect's higher_is_better for a latency: a shorter one is better
 
 
@@ -92,12 +95,12 @@ def _lost_point(row) -> dict:
     """A load point whose every ok run was disturbed: what those runs still
     bound (noise slows the chase, so its latency at the load they reached
     is at most what they read)."""
-    ns, gbps = getattr(row, "ns_median_all", None), getattr(row, "gbps_median_all", None)
+    ns, gbps, delay = getattr(row, "ns_median_all", None), getattr(row, "gbps_median_all", None), getattr(row, DELAY)
     bound = f"latency at most {ns:.1f} ns at the {gbps:.1f} GB/s they reached" if pd.notna(ns) and pd.notna(gbps) else "no bound recorded"
-    return {"label": f"delay {row.load_delay_requested}", "value": None, "unit": "ns", "n": 0, "interval": None,
+    return {"label": f"delay {delay}", "value": None, "unit": "ns", "n": 0, "interval": None,
             "interval_kind": None, "decided": False, "status": f"every one of {int(row.n_ok)} runs disturbed",
-            "cells": [row.cell], "load_gbps": None, "disturbed": True, "delay": _delay(row.load_delay_requested), "bound_ns": None if pd.isna(ns) else float(ns),
-            "text": f"delay {row.load_delay_requested}: every one of {int(row.n_ok)} runs disturbed; {bound}"}  # fmt: skip
+            "cells": [row.cell], "load_gbps": None, "disturbed": True, "delay": _delay(delay), "bound_ns": None if pd.isna(ns) else float(ns),
+            "text": f"delay {delay}: every one of {int(row.n_ok)} runs disturbed; {bound}"}  # fmt: skip
 
 
 def loaded_answer(cells: pd.DataFrame, runs: pd.DataFrame, idle: pd.Series | None) -> dict:
@@ -109,14 +112,14 @@ def loaded_answer(cells: pd.DataFrame, runs: pd.DataFrame, idle: pd.Series | Non
     column, _ = metric_of("loaded")
     measured = cells[cells["n_ok"] > 0]
     details = []
-    for row in measured.sort_values("load_delay_requested").itertuples():
+    for row in measured.sort_values(DELAY).itertuples():
         values = runs.loc[runs["cell"] == row.cell, column].dropna().astype(float)
         if values.empty:
             details.append(_lost_point(row))
             continue
-        gbps = runs.loc[runs["cell"] == row.cell, "gbps"].dropna().astype(float)
-        label = f"delay {row.load_delay_requested}, {row.op} load {gbps.median():.1f} GB/s" if len(gbps) else f"delay {row.load_delay_requested}"
-        details.append({**detail(label, evidence.quantity(values, "ns"), [row.cell]), "delay": _delay(row.load_delay_requested),
+        gbps, delay = runs.loc[runs["cell"] == row.cell, "gbps"].dropna().astype(float), getattr(row, DELAY)
+        label = f"delay {delay}, {row.op} load {gbps.median():.1f} GB/s" if len(gbps) else f"delay {delay}"
+        details.append({**detail(label, evidence.quantity(values, "ns"), [row.cell]), "delay": _delay(delay),
                         "load_gbps": float(gbps.median()) if len(gbps) else None})  # fmt: skip
     known = [d for d in details if d["value"] is not None and d["load_gbps"] is not None]
     if not known:

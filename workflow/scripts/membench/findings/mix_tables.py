@@ -21,6 +21,7 @@ import pandas as pd
 from membench.analyse.concurrency import placement_class
 from membench.analyse.injection import ALL_READS, MIXES, beat, little_points, mix_cells
 from membench.core.text import DASH, number, percent
+from membench.plan import knobs
 
 FLAG = "⚑"
 
@@ -56,7 +57,7 @@ def injection_table(cells: pd.DataFrame) -> dict | None:
     several = ok["series"].nunique() > 1
     mixes = [m for m in MIXES if m in set(ok["op"])]
     rows, flags = [], []
-    for (system, asked, policy, threads, series), part in ok.groupby(["system", "policy_requested", "policy", "threads", "series"], sort=False):
+    for (system, asked, policy, threads, series), part in ok.groupby(["system", knobs.asked("policy"), "policy", "threads", "series"], sort=False):
         by_op = {r["op"]: r for _, r in part.iterrows()}
         reads = by_op.get(ALL_READS)
         placement = asked if asked == policy else f"{asked} → {policy}"
@@ -94,8 +95,8 @@ def delay_text(row) -> str:
     """The injection delay as asked (pause count) and as measured: "50
     (0.71 µs)"; the count alone where the records predate delay_ns."""
     measured = row.get("delay_ns_median", math.nan) if hasattr(row, "get") else math.nan
-    asked = str(row["load_delay_requested"])
-    if measured is None or pd.isna(measured) or not row["load_delay_requested"]:
+    asked = str(row[knobs.asked("load_delay")])
+    if measured is None or pd.isna(measured) or not row[knobs.asked("load_delay")]:
         return asked
     return f"{asked} ({measured / 1000:.2f} µs)" if measured >= 1000 else f"{asked} ({measured:.0f} ns)"
 

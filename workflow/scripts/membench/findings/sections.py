@@ -29,7 +29,7 @@ from membench.analyse.stats import add_series
 from membench.findings.tables import idle_latency_table, tables_for
 from membench.findings import arch_words
 from membench.core.text import size_text
-from membench.plan import families
+from membench.plan import families, knobs
 
 
 def cache_warnings(cells: pd.DataFrame, systems: dict) -> list[str]:
@@ -139,9 +139,9 @@ def _axes(spec: dict, part: pd.DataFrame) -> dict:
     is named beside it, never passed off as the config's."""
     axes = {k: v for k, v in spec.items() if k not in ("kernel", "exclude") and _relevant(k, spec["kernel"])}
     text = {k: ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v) for k, v in axes.items()}
-    if "chase_group" in axes and "chase_group_requested" in part:
+    if "chase_group" in axes and knobs.asked("chase_group") in part:
         asked = {group_text(parse_group(g)) for g in axes["chase_group"]}
-        stored = sorted({group_text(g) for g in part["chase_group_requested"].dropna()} - asked)
+        stored = sorted({group_text(g) for g in part[knobs.asked("chase_group")].dropna()} - asked)
         if stored:
             text["chase_group"] += f"; stored runs of an earlier membench: {', '.join(stored)}"
     return text

@@ -15,7 +15,7 @@ from membench.findings.mix_tables import injection_table
 from membench.findings.peak_tables import RULE, peak_table, percent, share_of
 from membench.analyse.stats import add_series
 from membench.core.text import DASH, number, percent
-from membench.plan import families
+from membench.plan import families, knobs
 
 FEATURE_LABELS = {
     "opt_level": "opt",
@@ -41,7 +41,8 @@ def _feature_text(value) -> str:
 
 # Axes besides the version that may vary inside a read-only experiment; a
 # version's row is split by them instead of averaging over them.
-VERSION_SPLIT = ["threads", "affinity", "policy_requested", "pages_requested", "init", "size_requested", "prefetch_distance_requested"]
+# threads: the threads the harness ran; the other knobs as asked.
+VERSION_SPLIT = ["threads", *knobs.asked_keys("affinity", "policy", "pages", "init", "size", "prefetch_distance")]
 
 
 def _by_version(frame: pd.DataFrame, axes: list[str] = VERSION_SPLIT):
@@ -98,7 +99,7 @@ def range_table(cells: pd.DataFrame) -> dict:
     """GB/s per thread count (rows) and system (columns) as min – max over
     repetitions (the table of RWTH Aachen's page on Sun machines: placement
     changes results)."""
-    ok = add_series(cells[cells["n_ok"] > 0], [a for a in ["variant", "affinity", "policy_requested", "pages"]])
+    ok = add_series(cells[cells["n_ok"] > 0], knobs.columns("variant", "affinity", "policy", "pages"))
     systems = list(dict.fromkeys(ok["system"]))
     several = ok["series"].nunique() > 1
     rows = []
@@ -125,10 +126,10 @@ def placement_table(cells: pd.DataFrame, shares: pd.DataFrame | None = None) -> 
     ok = cells[cells["n_ok"] > 0]
     ops = list(dict.fromkeys(ok["op"]))
     rows = []
-    ok = add_series(ok, ["variant", "affinity", "pages", "init", "size_requested"])
+    ok = add_series(ok, knobs.series_columns(leaving=("policy",)))
     several = ok["series"].nunique() > 1
     for (system, threads, series, policy, resolved), part in ok.groupby(
-        ["system", "threads", "series", "policy_requested", "policy"], sort=False
+        ["system", "threads", "series", knobs.asked("policy"), "policy"], sort=False
     ):
         row = [system, str(threads), *([series] if several else []), policy if policy == resolved else f"{policy} → {resolved}"]
         for op in ops:
@@ -247,7 +248,7 @@ def affinity_change_table(cells: pd.DataFrame, before: str = "none", after: str 
     ok = cells[cells["n_ok"] > 0]
     if not {before, after} <= set(ok["affinity"]):
         return None
-    axes = [a for a in ["system", "variant", "policy_requested", "pages", "init", "size_requested"] if a in ok]
+    axes = [a for a in ["system", *knobs.series_columns(leaving=("affinity",))] if a in ok]
     varying = [a for a in axes if ok[a].nunique(dropna=False) > 1]
     others = add_series(ok, varying) if varying else ok.assign(series="all")
     several = bool(varying)
@@ -290,7 +291,7 @@ def tables_for(kernel: str, cells: pd.DataFrame, ec: pd.DataFrame, shares: pd.Da
         change = affinity_change_table(cells)
         if change:
             tables.append(change)
-    if traits.bandwidth and cells["policy_requested"].nunique() > 1:
+    if traits.bandwidth and cells[knobs.asked("policy")].nunique() > 1:
         tables.append(placement_table(cells, shares))
     against_peak = peak_table(shares) if shares is not None else None
     if against_peak:

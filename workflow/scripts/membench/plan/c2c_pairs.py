@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from membench.core import layout
-from membench.plan import families
+from membench.plan import families, knobs
 
 CLASSES = ("smt", "same_l2", "same_l3", "same_package", "other_package")
 MAX_ALL_CPUS = 64
@@ -143,7 +143,7 @@ def pair_keys(record: dict, topology: dict, spec: str) -> dict:
     and where each CPU sits (core, L2, L3, package, node)."""
     by_cpu = {c["cpu"]: c for c in topology["cpus"]}
     a, b = by_cpu.get(record.get("cpu_a")), by_cpu.get(record.get("cpu_b"))
-    keys = {"pair_requested": spec}
+    keys = {knobs.asked("pair"): spec}
     if a is None or b is None:
         keys["pair_class"] = None if spec == "all" else spec.partition(":")[0]
         places = ({}, {})

@@ -278,6 +278,54 @@ def requested() -> dict[str, str]:
     return {k.request: k.record for k in TABLE if k.request and k.record}
 
 
+# How a record key states a knob as asked, beside the harness's applied
+# value under the bare name ("policy_requested" beside "policy"). Code
+# outside this table names such keys through asked() and column().
+ASKED = "_requested"
+
+
+def asked(name: str) -> str:
+    """The record key that states knob `name` as asked ("policy_requested",
+    "pages_requested"; "affinity", which the harness echoes as asked)."""
+    key = BY_NAME[name].record
+    if key is None:
+        raise KeyError(f"no record states the knob {name!r}")
+    return key
+
+
+def column(name: str) -> str:
+    """The record column tables, figures and `make compare` show knob
+    `name` by: its asked key, or the column named for it (pages: the pages
+    the harness was asked for)."""
+    shown = BY_NAME[name].shown_as
+    if shown is None:
+        raise KeyError(f"no record column shows the knob {name!r}")
+    return shown
+
+
+def columns(*names: str) -> list[str]:
+    """column() of each knob, in the order given."""
+    return [column(name) for name in names]
+
+
+def asked_keys(*names: str) -> list[str]:
+    """asked() of each knob, in the order given."""
+    return [asked(name) for name in names]
+
+
+def states_asked(key: str) -> bool:
+    """Whether a record key states a knob as asked (one of the table's or
+    one a newer membench added: its records still name it so)."""
+    return key.endswith(ASKED)
+
+
+def knob_word(key: str) -> str:
+    """A record key as labels name its knob ("policy_requested" -> "policy",
+    "pages" -> "pages"); a key of no knob as it is, less the asked ending."""
+    named = next((k.name for k in TABLE if key in (k.record, k.column)), None)
+    return named or key.removesuffix(ASKED)
+
+
 def written_by_the_round() -> list[Knob]:
     """The knobs whose record key the round writes (the request as asked)."""
     return [k for k in TABLE if k.record and k.written_by == ROUND]
@@ -304,9 +352,10 @@ def family_fields() -> dict[str, str]:
     return {k.option: k.request for k in TABLE if k.option and k.option not in HARNESS_OPTIONS}
 
 
-def series_columns() -> list[str]:
-    """The record columns whose values tell series apart, in table order."""
-    return [k.shown_as for k in TABLE if k.series]
+def series_columns(leaving: tuple[str, ...] = ()) -> list[str]:
+    """The record columns whose values tell series apart, in table order;
+    leaving: the knobs (by name) a caller shows elsewhere."""
+    return [k.shown_as for k in TABLE if k.series and k.name not in leaving]
 
 
 # What the plan stage derives from the table.

@@ -20,19 +20,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from membench.core import layout, record_schema, results_files
-from membench.plan.grammar import Cell, group_text
+from membench.plan import knobs
+from membench.plan.grammar import Cell
 
 # Axes added to the cell id after records were first stored: the axis, the
-# kernels whose ids carry it, and the record key stating its value.
-LATER_AXES = (("chase_group", ("chase", "loaded"), "chase_group_requested"),)
+# kernels whose ids carry it (its families), and the record key stating its value.
+LATER_AXES = tuple((name, tuple(knobs.knob(name).families()), knobs.asked(name)) for name in ("chase_group",))
 MAX_REASONS = 10
 
 
 def earlier_id(cell: Cell, axis: str) -> str | None:
     """The id `cell` had before `axis` was part of cell ids (None when its
     kernel's ids do not carry the axis)."""
-    if axis == "chase_group" and cell.kernel in ("chase", "loaded"):
-        return cell.id.replace("_g" + group_text(cell.chase_group).replace(" ", ""), "", 1)
+    kernels = next((kernels for name, kernels, _ in LATER_AXES if name == axis), ())
+    if cell.kernel in kernels:
+        return cell.id.replace("_" + knobs.knob(axis).id_text(getattr(cell, axis)), "", 1)
     return None
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from membench.core import layout
+from membench.plan import knobs
 from membench.plan.grammar import canonical_order
 from membench.probe.topology import llc_capacity
 from membench.store.placement_classes import Machine, classify
@@ -42,7 +43,7 @@ RECORD_ONLY = ("cpus", "cpus_start", "cpus_bound", "cpu_nodes", "seconds", "dist
 
 
 # What placement_problems reads: the records of one process share it.
-PLACEMENT_KEYS = ("status", "policy", "policy_requested", "page_nodes", "cpu_nodes", "memory_nodes", "pages",
+PLACEMENT_KEYS = ("status", "policy", knobs.asked("policy"), "page_nodes", "cpu_nodes", "memory_nodes", "pages",
                   "hugepage_fraction", "affinity", "affinity_resolved", "threads", "cpus", "cpus_bound")  # fmt: skip
 
 

@@ -10,6 +10,7 @@ import math
 
 from membench.probe.topology import parse_cpulist
 from membench.core.text import percent
+from membench.plan import knobs
 
 # How much of the sampled pages must land where asked.
 BIND_SHARE = 0.99
@@ -93,7 +94,7 @@ def placement_problems(record: dict) -> list[str]:
     """Every way an ok record's obtained placement differs from its request."""
     if record.get("status") != "ok":
         return []
-    policy = record.get("policy_requested") or record["policy"]
+    policy = record.get(knobs.asked("policy")) or record["policy"]
     resolved = record["policy"]  # remote is resolved to bind:N before the run
     problems = [
         policy_problem(
