@@ -1,0 +1,80 @@
+"""Record keys through the knob table (issue 53): code names the key that
+states a knob as asked by membench.plan.knobs (asked, column, columns),
+never by a literal "<knob>_requested", so that a knob's keys are written in
+one place. Read from the source itself, with no exceptions besides the
+table and the record schema's migrations (a stored version's keys are its
+history, not the table's)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from membench.plan import knobs
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = REPO / "workflow" / "scripts"
+ASKED = "_requested"
+# Where a record key may be spelled: the table, and the record schema's
+# migration of version-1 records (membench.core.record_schema._from_v1).
+ALLOWED = {
+    SCRIPTS / "membench" / "plan" / "knobs.py",
+    SCRIPTS / "membench" / "core" / "record_schema.py",
+}
+# A quoted string in a Snakemake file that ends as an asked key does.
+SNAKEMAKE_KEY = re.compile(r"""["'][A-Za-z0-9_]*_requested["']""")
+
+
+def asked_literals(source: str) -> list[tuple[int, str]]:
+    """(line, text) of every string (an f-string's fixed parts too) that
+    ends as an asked record key, and every attribute read so named (a
+    table row's `row.policy_requested`)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(ASKED):
+            found.append((node.lineno, repr(node.value)))
+        elif isinstance(node, ast.Attribute) and node.attr.endswith(ASKED):
+            found.append((node.lineno, "." + node.attr))
+    return sorted(found)
+
+
+def python_sources() -> list[Path]:
+    return sorted(p for p in SCRIPTS.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_the_scan_finds_asked_keys_however_written():
+    planted = 'a = row["policy_requested"]\nb = f"{name}_requested"\nc = row.size_requested\nd = "requested"\n'
+    assert [line for line, _ in asked_literals(planted)] == [1, 2, 3]
+
+
+def test_no_asked_record_key_is_spelled_outside_the_table():
+    spelled = [
+        f"{path.relative_to(REPO)}:{line}: {text}"
+        for path in python_sources()
+        if path not in ALLOWED
+        for line, text in asked_literals(path.read_text())
+    ]
+    assert spelled == [], "record keys spelled outside membench.plan.knobs (use knobs.asked/column):\n" + "\n".join(spelled)
+
+
+def test_no_snakemake_file_spells_an_asked_record_key():
+    files = [REPO / "workflow" / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
+    spelled = [f"{path.relative_to(REPO)}: {m.group(0)}" for path in files for m in SNAKEMAKE_KEY.finditer(path.read_text())]
+    assert spelled == []
+
+
+def test_the_keys_on_disk_stay_as_stored():
+    """Naming the keys through the table changes none of them: stored
+    records and the record schema stay valid."""
+    stated = {k.name: knobs.asked(k.name) for k in knobs.TABLE if k.record}
+    assert stated == {
+        "kernel": "kernel", "variant": "variant", "threads": "threads_requested", "affinity": "affinity",
+        "policy": "policy_requested", "pages": "pages_requested", "init": "init", "size": "size_requested",
+        "prefetch_distance": "prefetch_distance_requested", "load_delay": "load_delay_requested",
+        "chase_group": "chase_group_requested", "ntimes": "ntimes", "chase_spacing": "chase_spacing_requested",
+        "sweep_from": "sweep_from", "points_per_octave": "points_per_octave", "features": "features",
+        "pair": "pair_requested",
+    }  # fmt: skip
+    assert knobs.columns("pages", "policy") == ["pages", "policy_requested"]
+    assert [knobs.knob_word(k) for k in ("policy_requested", "pages", "threads", "op")] == ["policy", "pages", "threads", "op"]
