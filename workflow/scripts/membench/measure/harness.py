@@ -106,7 +106,7 @@ def resolve(request: Request, topology: dict, allowed: list[int]) -> tuple[dict,
                 f"affinity {affinity}: no usable CPUs on node {node} (nodes with CPUs: {nodes})"
             )
         affinity = "cpus:" + ",".join(map(str, cpus))
-    if request.kernel == "loaded" and threads >= 2:  # the chaser's core carries no load
+    if request.kernel in families.named(lambda f: f.metric == families.LOADED) and threads >= 2:  # the chaser's core carries no load
         cpus, why = loaded_cpus.place(request.threads, threads, affinity, allowed, topology)
         if why:
             return {"threads": threads, "size": size, "policy": request.policy, "affinity": affinity}, why
