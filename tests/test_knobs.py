@@ -172,15 +172,47 @@ def test_a_record_is_checked_on_the_knobs_its_family_states(kernel):
     assert ("chase_group" in checked) == (kernel == "chase")
 
 
+def _table_call(node) -> list[str] | str | None:
+    """The value of `knobs.columns("pages", ...)` and the like (a call of
+    the table with literal arguments), None for anything else."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and getattr(node.func.value, "id", "") == "knobs"):  # fmt: skip
+        return None
+    args = [ast.literal_eval(a) for a in node.args]
+    return getattr(knobs, node.func.attr)(*args, **{k.arg: ast.literal_eval(k.value) for k in node.keywords})
+
+
+def _columns_of(arg) -> list[str] | None:
+    """The columns of a list written out or named through the table
+    (literals, `*knobs.columns(...)`, `knobs.series_columns(...)`)."""
+    if (named := _table_call(arg)) is not None:
+        return named
+    if not isinstance(arg, ast.List):
+        return None
+    columns = []
+    for element in arg.elts:
+        value = _table_call(element.value if isinstance(element, ast.Starred) else element)
+        if isinstance(element, ast.Constant):
+            columns.append(element.value)
+        elif isinstance(value, str):
+            columns.append(value)
+        elif isinstance(element, ast.Starred) and isinstance(value, list):
+            columns.extend(value)
+        else:
+            return None
+    return columns
+
+
 def _series_lists() -> list[tuple[str, int, list[str]]]:
-    """Every literal list of columns the package hands add_series."""
+    """Every list of columns the package hands add_series, written out or
+    named through the table (issue 53)."""
     found = []
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "add_series":
                 for arg in node.args[1:]:
-                    if isinstance(arg, ast.List) and all(isinstance(e, ast.Constant) for e in arg.elts):
-                        found.append((str(path.relative_to(REPO)), node.lineno, [e.value for e in arg.elts]))
+                    if (columns := _columns_of(arg)) is not None:
+                        found.append((str(path.relative_to(REPO)), node.lineno, columns))
     return found
 
 
