@@ -290,16 +290,10 @@ def measure_cell(
     allowed = sorted(os.sched_getaffinity(0))
     resolved, skip_reason = resolve(request, topo, allowed)
     traits = families.family(request.kernel)
-    fit = None
-    if not skip_reason:
-        # Before the harness allocates anything: a cell larger than the
-        # host can give is skipped, not OOM-killed.
-        model = variants.families(variants.load_variants(variants_file))[request.kernel]["memory"]
-        fit = memory.check(
-            model, size=resolved["size"], threads=resolved["threads"], ops=request.ops, pages=request.pages,
-            policy=resolved["policy"], root=Path(host_root), spacing=request.chase_spacing,
-        )  # fmt: skip
-        skip_reason = fit.skip_reason
+    # Before the harness allocates anything: a cell larger than the host
+    # can give is skipped, not OOM-killed.
+    fit = None if skip_reason else _memory_fit(request, resolved, host_root, variants_file)
+    skip_reason = fit.skip_reason if fit else skip_reason
     with open(log, "w") if isinstance(log, (str, Path)) else nullcontext(log) as log_fh:
         if fit and fit.note:
             log_fh.write(f"note: {fit.note}\n")
@@ -309,25 +303,7 @@ def measure_cell(
         else:
             records = run_harness(binary, request, resolved, log_fh, run_process, (allowed, topo))
     for record in records:
-        record.update(fit.record if fit else {})
-        # Requested knobs under their contract names; what they resolved to
-        # on this host beside them (policy keeps the resolved value, as the
-        # harness applied it, and policy_requested the request).
-        record["affinity_resolved"] = record.get("affinity_resolved", record["affinity"])
-        record.update(
-            # affinity, threads_requested, ..., the variant's declared
-            # feature columns (kernels/families/variants.yaml): the knob table's
-            **request.as_recorded(),
-            experiment=experiment,
-            cell=cell_id,
-            # The machine's memory nodes: what interleave:all must spread over.
-            memory_nodes=[n["node"] for n in topo["nodes"] if n["memory_bytes"]],
-            membench_version=__version__,
-            # Scheduler context: which job and node measured (None locally).
-            slurm_job_id=os.environ.get("SLURM_JOB_ID"),
-            node_name=socket.gethostname(),
-            **(extra or {}),
-        )
+        _label(record, request, topo, fit, experiment=experiment, cell_id=cell_id, extra=extra)
         if traits.pairs:
             record.update(c2c_pairs.pair_keys(record, topo, request.pair))
     try:
@@ -335,3 +311,39 @@ def measure_cell(
     except OSError as error:  # one line naming the path and what to do
         raise store_error("store", output, error) from None
     return records
+
+
+def _memory_fit(request: Request, resolved: dict, host_root: Path, variants_file: Path) -> memory.Fit:
+    """The memory check of a cell the host could run, by its family's
+    memory model (kernels/families/variants.yaml)."""
+    model = variants.families(variants.load_variants(variants_file))[request.kernel]["memory"]
+    return memory.check(
+        model, size=resolved["size"], threads=resolved["threads"], ops=request.ops, pages=request.pages,
+        policy=resolved["policy"], root=Path(host_root), spacing=request.chase_spacing,
+    )  # fmt: skip
+
+
+def _label(record: dict, request: Request, topo: dict, fit: memory.Fit | None, *,
+           experiment: str, cell_id: str, extra: dict | None) -> None:
+    """One record's keys beside what the harness wrote: the memory check,
+    the request, the cell, where and by what it was measured, and the
+    caller's `extra` keys."""
+    record.update(fit.record if fit else {})
+    # Requested knobs under their contract names; what they resolved to
+    # on this host beside them (policy keeps the resolved value, as the
+    # harness applied it, and policy_requested the request).
+    record["affinity_resolved"] = record.get("affinity_resolved", record["affinity"])
+    record.update(
+        # affinity, threads_requested, ..., the variant's declared
+        # feature columns (kernels/families/variants.yaml): the knob table's
+        **request.as_recorded(),
+        experiment=experiment,
+        cell=cell_id,
+        # The machine's memory nodes: what interleave:all must spread over.
+        memory_nodes=[n["node"] for n in topo["nodes"] if n["memory_bytes"]],
+        membench_version=__version__,
+        # Scheduler context: which job and node measured (None locally).
+        slurm_job_id=os.environ.get("SLURM_JOB_ID"),
+        node_name=socket.gethostname(),
+        **(extra or {}),
+    )
