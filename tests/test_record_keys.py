@@ -1,9 +1,12 @@
-"""Record keys through the knob table (issue 53): code names the key that
-states a knob as asked by membench.plan.knobs (asked, column, columns),
-never by a literal "<knob>_requested", so that a knob's keys are written in
-one place. Read from the source itself, with no exceptions besides the
-table and the record schema's migrations (a stored version's keys are its
-history, not the table's)."""
+"""Record keys through the knob table and families by their traits (issue
+53): code names the key that states a knob as asked by membench.plan.knobs
+(asked, column, columns), never by a literal "<knob>_requested", and asks
+membench.plan.families by trait (metric, pairs, idle_latency, one), never
+by comparing a kernel with a family's name. Read from the source itself,
+with no exceptions besides the tables, the record schema's migrations (a
+stored version's keys and families are its history, not the table's) and
+the code that reads and writes the published references, whose numbers
+name membench's families (workflow/schemas/references.schema.yaml)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import ast
 import re
 from pathlib import Path
 
-from membench.plan import knobs
+from membench.plan import families, knobs
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "workflow" / "scripts"
@@ -21,6 +24,14 @@ ASKED = "_requested"
 ALLOWED = {
     SCRIPTS / "membench" / "plan" / "knobs.py",
     SCRIPTS / "membench" / "core" / "record_schema.py",
+}
+# Where a family may be named in a question: its tables, the record
+# schema's migrations and the references' reader and writer.
+FAMILY_ALLOWED = {
+    SCRIPTS / "membench" / "plan" / "families.py",
+    *ALLOWED,
+    SCRIPTS / "membench" / "compare" / "reference.py",
+    SCRIPTS / "membench" / "compare" / "reference_entry.py",
 }
 # A quoted string in a Snakemake file that ends as an asked key does.
 SNAKEMAKE_KEY = re.compile(r"""["'][A-Za-z0-9_]*_requested["']""")
@@ -36,6 +47,32 @@ def asked_literals(source: str) -> list[tuple[int, str]]:
             found.append((node.lineno, repr(node.value)))
         elif isinstance(node, ast.Attribute) and node.attr.endswith(ASKED):
             found.append((node.lineno, "." + node.attr))
+    return sorted(found)
+
+
+def _names(node, names: set[str]) -> list[str]:
+    """The family names a node is, or holds as a tuple, list or set."""
+    elements = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    return [e.value for e in elements if isinstance(e, ast.Constant) and e.value in names]
+
+
+def family_questions(source: str, names: set[str]) -> list[tuple[int, str]]:
+    """(line, name) of every family name a question is asked by: compared
+    (`kernel == "loaded"`, `kernel in ("chase", "loaded")`), passed to a
+    call (`metric_of("stream")`, `kernel="chase"`) or used as a key
+    (`table["readonly"]`). A name used as a word (a figure's, a column
+    header's) asks nothing."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            asked = [n for part in (node.left, *node.comparators) for n in _names(part, names)]
+        elif isinstance(node, ast.Call):
+            asked = [n for arg in (*node.args, *(k.value for k in node.keywords)) for n in _names(arg, names)]
+        elif isinstance(node, ast.Subscript):
+            asked = _names(node.slice, names)
+        else:
+            continue
+        found += [(node.lineno, name) for name in asked]
     return sorted(found)
 
 
@@ -56,6 +93,25 @@ def test_no_asked_record_key_is_spelled_outside_the_table():
         for line, text in asked_literals(path.read_text())
     ]
     assert spelled == [], "record keys spelled outside membench.plan.knobs (use knobs.asked/column):\n" + "\n".join(spelled)
+
+
+def test_the_scan_finds_questions_asked_by_family_name():
+    planted = ('if kernel == "loaded": pass\nok = t[t["kernel"].isin(("chase", "mix"))]\nc = metric_of(kernel="stream")\n'
+               'd = table["readonly"]\nFIGURES = {"loaded": draw}\nwords = ["mix", "GB/s"]\n')
+    assert family_questions(planted, set(families.FAMILIES)) == [
+        (1, "loaded"), (2, "chase"), (2, "mix"), (3, "stream"), (4, "readonly")
+    ]
+
+
+def test_no_question_is_asked_by_a_family_name():
+    names = set(families.FAMILIES)
+    asked = [
+        f"{path.relative_to(REPO)}:{line}: {name!r}"
+        for path in python_sources()
+        if path not in FAMILY_ALLOWED
+        for line, name in family_questions(path.read_text(), names)
+    ]
+    assert asked == [], "ask membench.plan.families by trait, not by a family's name:\n" + "\n".join(asked)
 
 
 def test_no_snakemake_file_spells_an_asked_record_key():

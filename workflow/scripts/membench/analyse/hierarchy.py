@@ -187,7 +187,8 @@ def policy_memory_rows(cells: pd.DataFrame, system: str, levels: list[tuple[str,
     `policy: remote` (issue 30: not only from node x node matrices): the
     memory plateau of each sweep (the final flat plateau past the LLC),
     level -> pages -> {"ns", "derivation"}; empty when none was measured."""
-    chase = cells[(cells["system"] == system) & (cells["kernel"] == "chase") & (cells["op"] == "random") & (cells["n_ok"] > 0)]
+    kernel, op = families.idle_latency()
+    chase = cells[(cells["system"] == system) & (cells["kernel"] == kernel) & (cells["op"] == op) & (cells["n_ok"] > 0)]
     if chase.empty or "ns_median" not in chase:
         return {}
     rows: dict[str, dict[str, dict]] = {}

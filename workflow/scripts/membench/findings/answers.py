@@ -61,10 +61,15 @@ def _level_text(axis: str, value) -> str:
 
 def metric_of(kernel: str) -> tuple[str, str]:
     """(column of a repetition's number, unit) of a family."""
-    traits = families.family(kernel)
-    if traits.bandwidth:
+    return metric_column(families.family(kernel).metric)
+
+
+def metric_column(metric: str) -> tuple[str, str]:
+    """(column of a repetition's number, unit) of what a family measures
+    (membench.plan.families: BANDWIDTH, LATENCY, LOADED, HANDOFF)."""
+    if metric == families.BANDWIDTH:
         return "gbps", "GB/s"
-    if traits.metric == families.HANDOFF:
+    if metric == families.HANDOFF:
         return "handoff_ns", "ns"
     return "ns_per_load", "ns"
 
@@ -206,7 +211,7 @@ def placement_answer(cells: pd.DataFrame, runs: pd.DataFrame, modes: pd.DataFram
     """Colfax: none vs close vs spread at each thread count, in the mean
     (an effect per op) and in the spread (each cell's coefficient of
     variation); modes a recorded factor explains; placements on the same CPUs."""
-    column, _ = metric_of("stream")
+    column, _ = metric_column(families.BANDWIDTH)
     ops = _ops(cells)
     if "affinity" not in _varying(cells):
         return scaling_answer("colfax", cells, runs)
@@ -250,7 +255,7 @@ def feature_answer(cells: pd.DataFrame, runs: pd.DataFrame, ec: pd.DataFrame) ->
     """McCalpin: what each feature bought, as ratios between the versions
     that differ by it alone; the effective concurrency of the best and
     the worst version."""
-    column, _ = metric_of("readonly")
+    column, _ = metric_column(families.BANDWIDTH)
     features = [f for f in FEATURES if f in cells]
     versions = cells.drop_duplicates("variant").set_index("variant")
     details = []

@@ -191,7 +191,7 @@ def _concurrency_row(c: dict | None, all_disturbed: set[str], bandwidth: list[di
     of = c["family"] if c["op"] == c["family"] else f"{c['family']} {c['op']}"
     product = (f"{of} (n={c['runs']}): {c['traffic_gbps']:.1f} GB/s read × {c['latency_ns']:.1f} ns "
                f"= {c['bytes']:.0f} B in flight, {c['lines_per_thread']:.1f} lines per thread")  # fmt: skip
-    if c["latency_kind"] == "loaded":
+    if c["latency_kind"] == families.LOADED:
         how = (f"{product}; the loaded latency ({c['latency_source']}, n={c['latency_runs']}), within "
                f"{percent(LOADED_MATCH, 0, spaced=False)} of this read traffic")  # fmt: skip
         result = _derived(c["lines"], "lines")

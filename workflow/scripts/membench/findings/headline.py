@@ -254,7 +254,7 @@ def concurrency_at_peak(ec: pd.DataFrame, peak: dict | None, cells: pd.DataFrame
         loaded, load_gbps = near
         lines = lines_in_flight(traffic, float(loaded["ns_median"]), line_bytes)
         return {**common, "lines": lines, "bytes": lines * line_bytes, "lines_per_thread": lines / peak["threads"],
-                "latency_ns": float(loaded["ns_median"]), "latency_kind": "loaded", "bound": None,
+                "latency_ns": float(loaded["ns_median"]), "latency_kind": families.LOADED, "bound": None,
                 "latency_runs": row_runs(loaded), "load_gbps": load_gbps,
                 "latency_source": f"loaded chase, {loaded['experiment']}, load read {load_gbps:.1f} GB/s"}  # fmt: skip
     if not _known(row["latency_ns"]):
@@ -312,8 +312,9 @@ def hierarchy_headline(levels: dict | None) -> list[dict]:
         flag = one.get("flag") or row.get("flag")  # the hierarchy's own mark, where it gives one
         entry = {"level": row["level"], "ns": one["ns"], "upto": None, "cycles": one["cycles"], "pages": pages,
                  "link": "#hierarchy", "flag": flag if isinstance(flag, str) and flag else None}  # fmt: skip
-        if row["level"].startswith("c2c"):
-            c2c.append({**entry, "op": _c2c_op(row["level"])})
+        op = _c2c_op(row["level"])  # a hand-off's row (membench.analyse.c2c_summary labels them)
+        if op is not None:
+            c2c.append({**entry, "op": op})
         else:
             found.append(entry)
     at = next((i for i, e in enumerate(found) if e["level"] == "memory"), len(found))

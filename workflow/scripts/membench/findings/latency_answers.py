@@ -16,8 +16,8 @@ from membench.analyse.c2c_summary import TRANSFERS, memory_like
 from membench.analyse.concurrency import latency_run_values
 from membench.core.text import size_text
 from membench.findings import evidence
-from membench.findings.answers import finding, detail, metric_of
-from membench.plan import knobs
+from membench.findings.answers import finding, detail, metric_column
+from membench.plan import families, knobs
 
 # The record key of the load's delay as asked (pause iterations).
 DELAY = knobs.asked("load_delay")
@@ -109,7 +109,7 @@ def loaded_answer(cells: pd.DataFrame, runs: pd.DataFrame, idle: pd.Series | Non
     details. Heavier points (shorter delays) whose every run was disturbed
     are said first, with their bound: the answer is then at a lighter
     load, never called the heaviest."""
-    column, _ = metric_of("loaded")
+    column, _ = metric_column(families.LOADED)
     measured = cells[cells["n_ok"] > 0]
     details = []
     for row in measured.sort_values(DELAY).itertuples():

@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from membench.core import paths
+from membench.plan import families
 from membench.plan import variants as variant_table
 
 PAPERS_DIR = paths.REPO / "references" / "papers"
@@ -147,13 +148,18 @@ def colfax(paper: dict, finding: dict) -> list[dict]:
 # --- McCalpin: each version over v001, and each step over the version it adds one feature to ----------------
 
 
+def _ladder_family() -> str:
+    """The family of McCalpin's read-only ladder (the one its paper names)."""
+    return families.one(lambda f: f.paper == "mccalpin")
+
+
 def ladder_steps(table: dict | None = None) -> list[tuple[str, str, str]]:
     """(parent, version, feature) for each version of the read-only ladder
     but the first: the version its description names ("Version010 minus SW
     prefetch"), else the latest earlier version that differs from it in
     one feature alone."""
     table = table or variant_table.load_variants(paths.VARIANTS_FILE)
-    declared = table["families"]["readonly"]["variants"]
+    declared = table["families"][_ladder_family()]["variants"]
     ladder = sorted(v for v in declared if re.fullmatch(r"v\d{3}", v))
     steps = []
     for i, version in enumerate(ladder[1:], start=1):
@@ -192,7 +198,7 @@ def mccalpin(paper: dict, finding: dict, versions: dict[str, float], table: dict
         rows.append(_row(paper, f"{number['variant']} / v001", number["value"] / base["value"], "x", [base, number],
                          ratio(number["variant"], "v001"), "single thread, read-only sum"))  # fmt: skip
     table = table or variant_table.load_variants(paths.VARIANTS_FILE)
-    declared = table["families"]["readonly"]["variants"]
+    declared = table["families"][_ladder_family()]["variants"]
     for parent, version, feature in ladder_steps(table):
         before, after = his(parent), his(version)
         if before and after:
@@ -291,8 +297,8 @@ def aws_latency(paper: dict, finding: dict, levels: dict | None) -> list[dict]:
 
 
 def aws_loaded(paper: dict, finding: dict) -> list[dict]:
-    idle = _number(paper, system="x1_32xl", kernel="chase", policy="local")
-    loaded = _number(paper, system="x1_32xl", kernel="loaded", policy="local")
+    idle = _number(paper, system="x1_32xl", kernel=families.idle_latency()[0], policy="local")
+    loaded = _number(paper, system="x1_32xl", kernel=families.one(lambda f: f.metric == families.LOADED), policy="local")
     ratio = _detail(finding, lambda d: d["label"] == "loaded against idle latency")
     if not (idle and loaded):
         return []

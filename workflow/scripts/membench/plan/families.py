@@ -101,6 +101,15 @@ def named(test) -> list[str]:
     return [name for name, traits in FAMILIES.items() if test(traits)]
 
 
+def one(test) -> str:
+    """The one family whose traits pass `test` (ValueError when none or
+    several do): code that needs, say, the loaded latency's family asks so."""
+    found = named(test)
+    if len(found) != 1:
+        raise ValueError(f"{len(found)} families pass the test: {found}")
+    return found[0]
+
+
 def idle_latency() -> tuple[str, str]:
     """(family, op) of the idle latency: the chase's random walk."""
     return next((name, t.latency_op) for name, t in FAMILIES.items() if t.metric == LATENCY)

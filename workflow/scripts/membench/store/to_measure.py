@@ -14,7 +14,7 @@ from pathlib import Path
 from membench.core import layout
 from membench.core.text import size_text
 from membench.measure.identity import REQUEST_KNOBS
-from membench.plan import knobs, node_pairs, rounds
+from membench.plan import families, knobs, node_pairs, rounds
 from membench.plan.grammar import Cell
 from membench.store.progress import duration, pace
 
@@ -60,7 +60,7 @@ def cell_words(cell: Cell) -> str:
         words.append(f"policy {cell.policy}")
     if cell.pages != "variant":
         words.append(f"pages {cell.pages}")
-    if cell.kernel == "loaded":
+    if families.family(cell.kernel).metric == families.LOADED:
         words.append(f"{cell.load_op} delay {cell.load_delay}")
     return " ".join(words)
 
