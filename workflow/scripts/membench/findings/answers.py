@@ -379,6 +379,8 @@ def mix_answer(cells: pd.DataFrame, runs: pd.DataFrame) -> dict:
     fewest = min(known, key=lambda d: d["n"], default=None)
     if fewest is not None and fewest["n"] < evidence.MIN_RUNS:
         text += f" (n={fewest['n']}: {fewest['status']})"
+    elif main is not None and main["value"] is not None:  # the answer's own evidence: the highest mix
+        text += f"; {main['label']} {evidence.quantity_text(main)}"
     return finding("mlc", main, details, text)
 
 

@@ -177,6 +177,8 @@ def c2c_answer(classes: pd.DataFrame | None, runs: pd.DataFrame, memory_ns: floa
         return finding("aws-c2c", None, [], "not measured: every locality class skipped or disturbed")
     main = details[0]
     text = "; ".join(_per_transfer_ranges(details))
+    if main["n"] >= evidence.MIN_RUNS:  # the answer's own evidence: the closest class's first op
+        text += f"; {main['label']}: {evidence.quantity_text(main)}"
     skipped = int((classes["records"] == 0).sum()) if "records" in classes else 0
     if skipped:
         text += f"; {skipped} class × op rows this host lacks"
