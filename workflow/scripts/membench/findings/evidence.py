@@ -77,9 +77,9 @@ ANSWERS = ("better", "worse", "same", "undecided")
 # is INTERIM_RATE strict (a comparison stops early only on a clear answer),
 # and the last look, the findings the report prints, gets what is left
 # (5 % - 9 x 0.1 % = 4.1 % over the default config's 10 looks). A comparison
-# an early look decided is decided the same way at the last look, on the
-# same runs (its interval only narrows, from 99.9 % to 95.9 %). One look
-# without a budget. Set by looks().
+# an early look decided stays decided at the last look, on the same runs
+# (its interval only narrows, from 99.9 % to 95.9 %). One look without a
+# budget. Set by looks().
 _LOOKS = contextvars.ContextVar("membench_evidence_looks", default=(1, False))
 INTERIM_RATE = 0.001
 
