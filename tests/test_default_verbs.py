@@ -63,7 +63,10 @@ def small_config() -> dict:
 
 
 def make(workdir: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", *AS_IS, *args], cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    """make as a user types it: not a sub-make of `make test` (CI), whose
+    MAKELEVEL would add make's "Entering directory" lines to the output."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    return subprocess.run(["make", *AS_IS, *args], cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def said(out: subprocess.CompletedProcess) -> str:

@@ -40,7 +40,7 @@ import jsonschema
 import yaml
 from rocrate.rocrate import ROCrate
 
-from membench.core import record_schema
+from membench.core import layout, record_schema
 from membench.store import crate_profile, stored
 from membench.store.bundle import crate_id, is_built, member_name
 
@@ -51,7 +51,7 @@ REQUIRED_PROFILES = crate_profile.CLAIMED
 # the preview is never read nor unpacked.
 UNLISTED = {METADATA, PREVIEW}
 # Parsed whole (strict_json) and required to be JSON objects.
-OBJECT_FILES = ("summary/findings.json", "/topology.json", "/environment.json")
+OBJECT_FILES = (layout.findings_path("").as_posix(), f"/{layout.TOPOLOGY}", f"/{layout.ENVIRONMENT}")
 
 MiB = 1 << 20
 # The bounds (docs/bundle.md, "Bounds"), sized from real bundles: a default

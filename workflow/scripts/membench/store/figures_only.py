@@ -13,9 +13,8 @@ line naming the config to use (membench.core.measured_with).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from membench.core import manifests, measured_with
+from membench.core import layout, manifests, measured_with
 from membench.plan import node_pairs
 from membench.plan.grammar import Cell
 from membench.store import claims, stored
@@ -33,13 +32,13 @@ class Stored:
         """The stored repetition files the config's cells claim (a node
         matrix's pairs made for the stored topology), and the rest."""
         if system not in self._claims:
-            probe = Path(f"{self.results}/{system}/topology.json")
+            probe = layout.topology_path(self.results, system)
             try:
                 topology = json.loads(probe.read_text()) if probe.exists() else None
             except ValueError:
                 topology = None  # collect names what is wrong with it
             cells = node_pairs.expand_pairs(self.cells, topology)
-            self._claims[system] = claims.claim(f"{self.results}/{system}/runs", cells)
+            self._claims[system] = claims.claim(str(layout.runs_dir(self.results, system)), cells)
         return self._claims[system]
 
     @staticmethod
@@ -75,7 +74,7 @@ class Stored:
         if problems:
             return stored.system_files_message(problems), []
         if not any(self.claims(system).files for system in self.systems):
-            files = sum(len(claims.stored_files(str(d))) for d in Path(self.results).glob("*/runs"))
+            files = sum(len(claims.stored_files(str(layout.runs_dir(self.results, s)))) for s in layout.systems_with_runs(self.results))
             return measured_with.nothing_claimed_line(self.results, measured_with.config_name(argv), files), []
         lines = []
         for system, said in self.not_shown().items():
