@@ -1,9 +1,11 @@
-"""A new kernel family is its C file, its rows in the kernel table, its
-entry in variants.yaml and its row in plan/families.py: nothing else
-(issue 43). A copy of the workflow gets a fixture family, "fill" (a memset
-of the scalar and a sum over one array, validated:
-tests/fixtures/new_family/fill.c), by those four files alone; one
-Snakemake run then plans, builds, measures and reports it."""
+"""A new bandwidth family is its C file, its declarations in families.h,
+its rows in the kernel table, its entry in variants.yaml and its row in
+plan/families.py: nothing else (issues 43, 53). A copy of the workflow gets
+a fixture family, "fill" (a memset of the scalar and a sum over one array,
+validated: tests/fixtures/new_family/fill.c), by those five files alone,
+the path the real families take (families.h, checked against the table's
+rows: tests/test_family_declarations.py); one Snakemake run then plans,
+builds, measures and reports it."""
 
 import json
 import subprocess
@@ -13,22 +15,28 @@ import pytest
 import yaml
 
 from helpers_run import changed_copy, edit_once
+from test_family_declarations import mismatch
 from membench.findings import answers
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "new_family"
 # What adding the family changes in the copy, and nothing more.
-FOUR_FILES = {"kernels/families/fill.c", "kernels/families/kernel_table.c", "kernels/families/variants.yaml",
-              "workflow/scripts/membench/plan/families.py"}  # fmt: skip
+FIVE_FILES = {"kernels/families/fill.c", "kernels/families/families.h", "kernels/families/kernel_table.c",
+              "kernels/families/variants.yaml", "workflow/scripts/membench/plan/families.py"}  # fmt: skip
 
-# The kernel table: the family's functions declared beside its rows, one
-# family row, one row per op (STREAM counting: set writes a, sum reads it).
-TABLE_DECLARATIONS = """
-/* family "fill" (fill.c): its functions, declared beside its rows */
+# families.h: the family's functions, as every family declares its own.
+DECLARATIONS = """
+/* ---- family "fill" (fill.c): test fixture ---- */
 MB_WEAK void mb_fill_set(mb_arrays_t *A);
 MB_WEAK void mb_fill_sum(mb_arrays_t *A);
 MB_WEAK void mb_fill_model_set(double *v, double s);
 MB_WEAK void mb_fill_model_sum(double *v, double s);
 MB_FAMILY_HOOKS(fill);
+
+#endif
+"""
+# The kernel table: one family row, one row per op (STREAM counting: set
+# writes a, sum reads it).
+TABLE_ARRAYS = """
 static const char *const fill_arrays[] = {"a"};
 
 const mb_family_t mb_family_table[] = {"""
@@ -69,13 +77,12 @@ CONFIG = {
 def add_fill_family(workdir: Path) -> None:
     families_dir = workdir / "kernels" / "families"
     (families_dir / "fill.c").write_text((FIXTURE / "fill.c").read_text())
+    edit_once(families_dir / "families.h", "\n#endif\n", DECLARATIONS)
     table = families_dir / "kernel_table.c"
-    edit_once(table, "\nconst mb_family_t mb_family_table[] = {", TABLE_DECLARATIONS)
+    edit_once(table, "\nconst mb_family_t mb_family_table[] = {", TABLE_ARRAYS)
     edit_once(table, "\n};\nconst size_t mb_family_count", FAMILY_ROW)
     edit_once(table, "\n};\nconst size_t mb_kernel_count", KERNEL_ROWS)
     variants_file = families_dir / "variants.yaml"
-    # every binary holds the whole kernel table: the family's file joins the common sources too
-    edit_once(variants_file, "families/kernel_table.c, ", "families/kernel_table.c, families/fill.c, ")
     variants_file.write_text(variants_file.read_text() + VARIANTS_ENTRY)
     families_py = workdir / "workflow" / "scripts" / "membench" / "plan" / "families.py"
     edit_once(families_py, "\n}  # fmt: skip", "\n" + FAMILIES_ROW)
@@ -83,7 +90,8 @@ def add_fill_family(workdir: Path) -> None:
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory, venv_bin):
-    workdir = changed_copy(tmp_path_factory.mktemp("new_family"), add_fill_family, FOUR_FILES)
+    workdir = changed_copy(tmp_path_factory.mktemp("new_family"), add_fill_family, FIVE_FILES)
+    assert mismatch(workdir / "kernels" / "families") == (set(), set())
     (workdir / "fill.yaml").write_text(yaml.safe_dump(CONFIG))
     out = subprocess.run([str(venv_bin / "snakemake"), "--cores", "2", "--configfile", "fill.yaml"],
                          cwd=workdir, capture_output=True, text=True, timeout=600)  # fmt: skip

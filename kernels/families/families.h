@@ -7,12 +7,14 @@
  *   kernel   family.op         e.g. "stream.triad" (used in --list)
  *
  * Adding a family = one new file kernels/families/<family>.c defining the
- * kernel functions and the family hooks (init, validate, corrupt), plus its
- * rows in kernels/families/kernel_table.c (its functions declared there,
- * weak, beside its rows: this file names only what several files share),
- * its entry in kernels/families/variants.yaml and its row in
+ * kernel functions and the family hooks (init, validate, corrupt), their
+ * declarations here (a section per family; tests/test_family_declarations.py
+ * holds them to the table: every function a row names is declared here,
+ * nothing of a row's kind that no row names), its rows in
+ * kernels/families/kernel_table.c (which declares nothing itself), its entry
+ * in kernels/families/variants.yaml and its row in
  * workflow/scripts/membench/plan/families.py; tests/test_new_family.py adds
- * one by those four files alone.  Every kernel and family hook is declared
+ * one by those five files alone.  Every kernel and family hook is declared
  * weak, so a binary built with only some family files still links: rows
  * whose function is not linked in have fn == NULL and are reported as "not
  * linked" by --list.  MB_FAMILY (a compile-time string)

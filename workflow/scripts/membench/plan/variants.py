@@ -62,14 +62,26 @@ def variant_pattern(table: dict) -> str:
     return "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
 
 
+def common_sources(table: dict) -> list[str]:
+    """Every C file a binary may compile besides the harness: the common
+    sources that no family claims (the kernel table), then each family's
+    own (its `sources:`), each file once, in table order. A family's files
+    are written once, in its entry; this list is derived from them."""
+    names = [*table["common"]["sources"]]
+    for entry in families(table).values():
+        names += [name for name in entry.get("sources", []) if name not in names]
+    return names
+
+
 def source_paths(table: dict, kernel_dir: Path, family: str | None = None) -> list[str]:
     """The C files compiled into a family's binary with its variant's flags:
     the common sources that no family claims as its own (the kernel table),
     then the family's own (its `sources:` in variants.yaml). So an edit to
     one family's file rebuilds, and re-measures, only the families that
     compile it. A family that claims no sources, or no family given: every
-    common source. The harness is linked from its archive (harness_paths)."""
-    names = table["common"]["sources"]
+    source (common_sources). The harness is linked from its archive
+    (harness_paths)."""
+    names = common_sources(table)
     own = families(table)[family].get("sources") if family is not None else None
     if own:
         claimed = {name for entry in families(table).values() for name in entry.get("sources", [])}
