@@ -6,9 +6,12 @@ never the family's name.
 The harness's own option tables (kernels/families/*.c, printed by
 --list-options) are the truth for the knobs a family's binary takes; a test
 (tests/test_request.py) checks `knobs` against them. Adding a family is one
-row here, beside its entry in kernels/families/variants.yaml, its C file and
-its rows in kernels/families/kernel_table.c: the config schema's kernel enum
-and the record schema's block follow (tests/test_new_family.py adds one so).
+row here, beside its entry in kernels/families/variants.yaml, its C file, its
+declarations in kernels/families/families.h and its rows in
+kernels/families/kernel_table.c: the config schema's kernel enum follows;
+a family of another metric than bandwidth also names itself in the record
+schema's per-family blocks (tests/test_new_family.py and
+tests/test_new_latency_family.py add them so, docs/design.md counts the files).
 """
 
 from __future__ import annotations
