@@ -4,7 +4,10 @@ Each problem names the key path, the offending value and what is allowed,
 for type as well as value: the JSON schema (workflow/schemas) catches the
 shape, the checks here what a schema cannot say (backwards CPU ranges, a
 sweep that starts above its size, an exclude that leaves no cell). `load`
-validates and expands a config into its cells (membench.plan.grammar).
+validates and expands a config into its cells (membench.plan.grammar):
+the schema's defaults are applied once and each experiment is expanded
+once, and the checks that need them are handed the results
+(tests/test_config_once.py).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from membench.plan.grammar import (
     GROUP_PAGE,
     Cell,
     ConfigError,
-    expand,
+    distinct_cells,
     experiment_cells,
     parse_group,
     parse_size,
@@ -311,20 +314,17 @@ def _list_of(value) -> list:
     return value if isinstance(value, list) else []
 
 
-def _empty_experiments(config: dict, schema: dict, variants_table: dict, names: list[str]) -> list[str]:
+def _empty_experiments(defaulted: dict, cells: dict[str, list[Cell]]) -> list[str]:
     """An experiment whose exclude entries remove every cell would measure
     nothing and say nothing: an error. Checked on experiments that are
-    otherwise valid (the others cannot be expanded)."""
-    problems = []
-    for name in names:
-        experiment = _apply_defaults({"experiments": {name: config["experiments"][name]}}, schema)
-        experiment = experiment["experiments"][name]
-        if not experiment_cells(name, experiment, variants_table):
-            problems.append(
-                f"experiments.{name}.exclude: {experiment['exclude']!r} removes every cell of the "
-                "experiment; allowed: entries that leave at least one cell"
-            )
-    return problems
+    otherwise valid (the others cannot be expanded): `cells` holds theirs,
+    `defaulted` the config with the defaults applied."""
+    return [
+        f"experiments.{name}.exclude: {defaulted['experiments'][name]['exclude']!r} removes every cell of the "
+        "experiment; allowed: entries that leave at least one cell"
+        for name, its_cells in cells.items()
+        if not its_cells
+    ]
 
 
 # Bytes a file system takes per path component (ext4, xfs, btrfs, tmpfs,
@@ -339,10 +339,11 @@ def _shown(name: str) -> str:
     return repr(name if len(name) <= 40 else name[:37] + "...")
 
 
-def name_length_problems(config: dict, schema: dict, variants_table: dict, intact: list[str]) -> list[str]:
+def name_length_problems(config: dict, cells: dict[str, list[Cell]]) -> list[str]:
     """Names that become path components (a system's results folder, an
     experiment's runs folder and figure files, each cell id's parts) longer
-    than the file system takes: said with the config, before anything runs."""
+    than the file system takes: said with the config, before anything runs.
+    `cells`: the cells of each experiment otherwise valid."""
     problems = []
     systems = list(config["systems"]) if isinstance(config.get("systems"), dict) else [config.get("system")]
     for key, name in zip(["systems." if config.get("systems") else "system"] * len(systems), systems):
@@ -356,12 +357,11 @@ def name_length_problems(config: dict, schema: dict, variants_table: dict, intac
         if isinstance(name, str) and len(name.encode()) > most:
             problems.append(f"experiments.{_shown(name)}: the name is {len(name.encode())} bytes; allowed: at most {most} "
                             f"bytes (it names results/<system>/runs/<experiment>/ and results/figures/<experiment>-<kind>.svg)")  # fmt: skip
-    for name in intact:
+    for name, its_cells in cells.items():
         if not isinstance(name, str) or len(name.encode()) > most:
             continue
-        experiment = _apply_defaults({"experiments": {name: experiments[name]}}, schema)["experiments"][name]
-        longest = max((part for cell in experiment_cells(name, experiment, variants_table)
-                       for part in cell.id.split("/")[1:]), key=lambda p: len(p.encode()), default="")  # fmt: skip
+        longest = max((part for cell in its_cells for part in cell.id.split("/")[1:]),
+                      key=lambda p: len(p.encode()), default="")  # fmt: skip
         if len(longest.encode()) > MAX_COMPONENT:
             problems.append(f"experiments.{name}: a cell id's folder {_shown(longest)} is {len(longest.encode())} "
                             f"bytes; allowed: at most {MAX_COMPONENT} bytes (shorter variant or axis values)")  # fmt: skip
@@ -370,6 +370,14 @@ def name_length_problems(config: dict, schema: dict, variants_table: dict, intac
 
 def validate(config: dict, schema: dict, variants_table: dict) -> dict:
     """The config with defaults applied, or ConfigError listing every problem."""
+    return _validated(config, schema, variants_table)[0]
+
+
+def _validated(config: dict, schema: dict, variants_table: dict) -> tuple[dict, dict[str, list[Cell]]]:
+    """The config with defaults applied and each experiment's cells, or
+    ConfigError listing every problem. The defaults are applied once, to the
+    experiments the schema and the checks above let pass, and those are
+    expanded once, unless their counts are refused."""
     if not isinstance(config, dict):
         raise ConfigError([f"(top level): expected a mapping, got {short_repr(config)}"])
     oversized = too_large(config)  # before anything walks or prints it
@@ -386,22 +394,24 @@ def validate(config: dict, schema: dict, variants_table: dict) -> dict:
         if found:
             broken.add(name)
     problems += peak_config_problems(config.get("systems"))
+    defaulted, cells = None, {}
     if isinstance(config.get("experiments"), dict):
-        intact = [n for n in config["experiments"] if n not in broken]
+        intact = {n: config["experiments"][n] for n in config["experiments"] if n not in broken}
+        defaulted = _apply_defaults({**config, "experiments": intact}, schema)
         # counted from the axis lengths before any cross product is made
-        counted = count_problems(_apply_defaults(
-            {**config, "experiments": {n: config["experiments"][n] for n in intact}}, schema), variants_table)  # fmt: skip
+        counted = count_problems(defaulted, variants_table)
         problems += counted
-        intact = [] if counted else intact
-        problems += _empty_experiments(config, schema, variants_table, intact)
-    else:
-        intact = []
-    problems += name_length_problems(config, schema, variants_table, intact)
+        if not counted:
+            cells = {n: experiment_cells(n, e, variants_table) for n, e in defaulted["experiments"].items()}
+        problems += _empty_experiments(defaulted, cells)
+    problems += name_length_problems(config, cells)
     if problems:
         raise ConfigError(sorted(problems))
-    return _apply_defaults(config, schema)
+    return defaulted, cells  # with no problem, every experiment is intact
 
 
 def load(config: dict, schema_path: Path, variants_table: dict) -> tuple[dict, list[Cell]]:
-    config = validate(config, load_schema(schema_path), variants_table)
-    return config, expand(config, variants_table)
+    """The config with defaults applied and its cells in config order (a
+    cell id met twice listed once), or ConfigError listing every problem."""
+    config, cells = _validated(config, load_schema(schema_path), variants_table)
+    return config, distinct_cells(cells.values())

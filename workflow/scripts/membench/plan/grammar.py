@@ -78,9 +78,16 @@ def _excluded(values: dict, exclude: list[dict]) -> bool:
 def expand(config: dict, variants_table: dict) -> list[Cell]:
     """Every cell of every experiment of a validated config, in config order,
     duplicates (e.g. both close and compact) listed once."""
+    return distinct_cells(experiment_cells(name, experiment, variants_table)
+                          for name, experiment in config["experiments"].items())  # fmt: skip
+
+
+def distinct_cells(per_experiment) -> list[Cell]:
+    """The cells of experiments already expanded, in their order, a cell id
+    met twice (e.g. both close and compact) listed once."""
     cells: dict[str, Cell] = {}
-    for name, experiment in config["experiments"].items():
-        for cell in experiment_cells(name, experiment, variants_table):
+    for its_cells in per_experiment:
+        for cell in its_cells:
             cells.setdefault(cell.id, cell)
     return list(cells.values())
 
