@@ -3,10 +3,10 @@
 (asked, column, columns), never by a literal "<knob>_requested", and asks
 membench.plan.families by trait (metric, pairs, idle_latency, one), never
 by comparing a kernel with a family's name. Read from the source itself,
-with no exceptions besides the tables, the record schema's migrations (a
-stored version's keys and families are its history, not the table's) and
-the code that reads and writes the published references, whose numbers
-name membench's families (workflow/schemas/references.schema.yaml)."""
+with no exceptions besides the tables and the record schema's migrations (a
+stored version's keys and families are its history, not the table's). The
+published references name membench's families as data
+(references/quantities.yaml), which their reader and writer ask."""
 
 from __future__ import annotations
 
@@ -25,13 +25,11 @@ ALLOWED = {
     SCRIPTS / "membench" / "plan" / "knobs.py",
     SCRIPTS / "membench" / "core" / "record_schema.py",
 }
-# Where a family may be named in a question: its tables, the record
-# schema's migrations and the references' reader and writer.
+# Where a family may be named in a question: its tables and the record
+# schema's migrations.
 FAMILY_ALLOWED = {
     SCRIPTS / "membench" / "plan" / "families.py",
     *ALLOWED,
-    SCRIPTS / "membench" / "compare" / "reference.py",
-    SCRIPTS / "membench" / "compare" / "reference_entry.py",
 }
 # A quoted string in a Snakemake file that ends as an asked key does.
 SNAKEMAKE_KEY = re.compile(r"""["'][A-Za-z0-9_]*_requested["']""")

@@ -9,7 +9,9 @@ number was published. Only the quantities the reference states are held:
 a number whose quantity this run has no counterpart for is listed as such.
 
 This run's quantities (run_quantities) are the ones a reference made from a
-bundle also states (membench.compare.reference_entry), so the two read alike:
+bundle also states (membench.compare.reference_entry), so the two read alike;
+references/quantities.yaml names each with the published fields (quantity,
+unit, the family's `kernel`, op or level) it stands beside:
   ("stream", op)   the best STREAM cell of that op: the median STREAM count
                    (gbps; STREAM's own bytes, no write-allocate) of its
                    undisturbed ok runs;
@@ -23,21 +25,23 @@ bundle also states (membench.compare.reference_entry), so the two read alike:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from membench.analyse.stats import undisturbed
 from membench.compare import match
-from membench.core import layout
+from membench.core import layout, paths
 from membench.core.text import number
 from membench.findings.atlas import load_atlas
 from membench.store import bundle_check, collect
 from membench.store.stored import StoredRunsError
 
-STREAM_OPS = ("copy", "scale", "add", "triad")
+QUANTITIES_FILE = paths.REPO / "references" / "quantities.yaml"
 # Held against an all-reads number where the run has no all-reads mix, as the
 # first screen does (membench.findings.atlas): said as such on every row.
 STAND_IN = "highest bandwidth (against all reads)"
@@ -81,6 +85,15 @@ def _json_object(path: Path) -> dict | None:
         raise ReferenceError(f"{path}: refused: {error}") from None
 
 
+@functools.cache
+def quantities() -> dict:
+    """{key: the published fields it stands beside} (references/quantities.yaml):
+    "stream op" (one quantity per op), "all-read", "idle latency", "loaded
+    latency". Read when first asked, as the atlas is: a copy of the workflow
+    without references/ still imports this module."""
+    return yaml.safe_load(QUANTITIES_FILE.read_text())
+
+
 def known_names(atlas: list[dict]) -> list[str]:
     return sorted({system["id"] for source in atlas for system in source.get("systems", [])})
 
@@ -101,18 +114,17 @@ def find_reference(name: str, atlas: list[dict] | None = None) -> dict:
 
 
 def counterpart(reference_number: dict) -> tuple | str | None:
-    """The run quantity a published number stands beside, or None."""
-    kernel, quantity, unit = reference_number.get("kernel"), reference_number["quantity"], reference_number["unit"]
-    if quantity == "bandwidth" and unit in TO_GBPS:
-        if kernel == "stream" and reference_number.get("op") in STREAM_OPS:
-            return ("stream", reference_number["op"])
-        if kernel == "mix":
-            return "all-read"
-    if quantity == "latency" and unit == "ns":
-        if kernel == "chase" and reference_number.get("level") == "local_memory":
-            return "idle latency"
-        if kernel == "loaded":
-            return "loaded latency"
+    """The run quantity a published number stands beside (by
+    references/quantities.yaml), or None."""
+    for key, wanted in quantities().items():
+        if (reference_number["quantity"], reference_number.get("kernel")) != (wanted["quantity"], wanted["kernel"]) \
+                or reference_number["unit"] not in wanted["units"]:  # fmt: skip
+            continue
+        if "ops" in wanted:
+            op = reference_number.get("op")
+            return (wanted["name"], op) if op in wanted["ops"] else None
+        if reference_number.get("level") == wanted.get("level", reference_number.get("level")):
+            return key
     return None
 
 
@@ -139,15 +151,15 @@ def run_quantities(results: Path, system: str) -> dict:
     files = [str(p) for p in layout.run_files(results, system)]
     table = collect.records_table(collect.read_records(files)) if files else pd.DataFrame()
     ok = undisturbed(table[table["status"] == "ok"]) if "status" in table else table
-    found = {}
-    for op in STREAM_OPS:
-        best = _best_cell(ok[(ok["kernel"] == "stream") & (ok["op"] == op)], "gbps") if not ok.empty else None
+    found, per_op, all_read = {}, quantities()["stream op"], quantities()["all-read"]
+    for op in per_op["ops"]:
+        best = _best_cell(ok[(ok["kernel"] == per_op["kernel"]) & (ok["op"] == op)], "gbps") if not ok.empty else None
         if best:
-            found[("stream", op)] = {**best, "how": f"STREAM count of the best {op} cell, median of its undisturbed runs"}
-    mix = _best_cell(ok[(ok["kernel"] == "mix") & (ok["op"] == "r1w0")], "gbps") if not ok.empty else None
+            found[(per_op["name"], op)] = {**best, "how": f"STREAM count of the best {op} cell, median of its undisturbed runs"}
+    mix = _best_cell(ok[(ok["kernel"] == all_read["kernel"]) & (ok["op"] == all_read["op"])], "gbps") if not ok.empty else None
     if mix:
         found["all-read"] = {**mix, "label": "all-read bandwidth",
-                             "how": "all-reads mix (r1w0) of the best cell, median of its undisturbed runs"}
+                             "how": f"all-reads mix ({all_read['op']}) of the best cell, median of its undisturbed runs"}
     findings = _findings(results) or {}
     mine = next((s for s in findings.get("systems", []) if s["system"] == system), {"headline": []})
     for row in mine["headline"]:
@@ -162,7 +174,7 @@ def run_quantities(results: Path, system: str) -> dict:
             found["all-read"] = {**_evidence(row), "label": STAND_IN,
                                  "how": f"findings.json: {row['group']} ({row['what']}, "
                                  f"{row['how'].split(';')[0]}), not an all-reads mix: this run has none"}  # fmt: skip
-    loaded = next((f for f in findings.get("findings", []) if f["system"] == system and f["kernel"] == "loaded"), None)
+    loaded = next((f for f in findings.get("findings", []) if f["system"] == system and f["kernel"] == quantities()["loaded latency"]["kernel"]), None)
     if loaded and loaded["value"] is not None and loaded["unit"] == "ns":
         found["loaded latency"] = {**_evidence(loaded), "how": f"findings.json: {loaded['text']}"}
     elif loaded and "disturbed" in loaded["text"]:
@@ -221,7 +233,7 @@ def _rows(reference: dict, quantities: dict, results: Path, system: str, run_is_
         unit = "GB/s" if published["unit"] in TO_GBPS else published["unit"]
         base_value, new_value = (theirs, mine["value"]) if run_is_new else (mine["value"], theirs)
         rows.append({
-            "quantity": mine.get("label") or (key if isinstance(key, str) else f"stream {key[1]}"), "unit": unit,
+            "quantity": mine.get("label") or (key if isinstance(key, str) else " ".join(key)), "unit": unit,
             "reference_value": theirs, "reference_statistic": published.get("statistic"),
             "reference_note": published.get("note"), "run_value": mine["value"], "run_n": mine["n"],
             "run_interval": mine["interval"], "ratio": new_value / base_value,

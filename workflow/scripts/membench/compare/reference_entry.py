@@ -95,6 +95,16 @@ def system_entry(name: str, topology: dict, environment: dict, findings_system: 
     }  # fmt: skip
 
 
+def number_fields(key: tuple | str) -> dict:
+    """The atlas fields of a run quantity (references/quantities.yaml):
+    quantity, kernel, and the op or level that picks it out."""
+    if isinstance(key, tuple):
+        per_op = reference.quantities()["stream op"]
+        return {"quantity": per_op["quantity"], "kernel": per_op["kernel"], "op": key[1]}
+    wanted = reference.quantities()[key]
+    return {k: wanted[k] for k in ("quantity", "kernel", "op", "level") if k in wanted}
+
+
 def number_entries(name: str, quantities: dict, topology: dict, environment: dict, address: str, date: str) -> list[dict]:
     """One atlas number per run quantity that a reference can state."""
     _, isa = _vendor_and_isa(topology)
@@ -102,25 +112,20 @@ def number_entries(name: str, quantities: dict, topology: dict, environment: dic
     scope = f"{cpus} CPUs{' of a virtual machine' if environment.get('virtualized') else ''}, " \
             f"{topology.get('packages') or '?'} socket(s), {len(topology.get('nodes', []))} NUMA node(s)"  # fmt: skip
     common = {"address": address, "date": date}
-    shape = {
-        "all-read": {"quantity": "bandwidth", "kernel": "mix", "op": "r1w0"},
-        "idle latency": {"quantity": "latency", "kernel": "chase", "level": "local_memory"},
-        "loaded latency": {"quantity": "latency", "kernel": "loaded"},
-    }
     numbers = []
     for key, mine in quantities.items():
         if mine.get("label") == reference.STAND_IN:
             continue  # the highest bandwidth stands in for a missing mix on the first screen; it is no all-read number
         if mine.get("unusable") or not mine.get("n"):
             continue  # every run disturbed (a bound, "at most 1.5 ns") or a sweep in the caches: no median to publish
-        cell = {"quantity": "bandwidth", "kernel": "stream", "op": key[1]} if isinstance(key, tuple) else shape[key]
+        cell = number_fields(key)
         spread = f", range {mine['interval'][0]:.1f}-{mine['interval'][1]:.1f}" if mine.get("interval") else ""
         conditions = {"scope": scope, "benchmark": f"membench {' '.join(str(v) for v in cell.values() if v != cell['quantity'])}",
                       "threads": mine.get("threads"), "page_size": mine.get("pages"), "isa": isa,
                       "compiler": environment.get("compiler"),
                       "os": f"Linux {environment['kernel']}" if environment.get("kernel") else None}  # fmt: skip
-        if key == "all-read":
-            conditions["read_share"] = 1.0
+        if isinstance(key, str):
+            conditions.update(reference.quantities()[key].get("conditions", {}))
         threads = {"threads": mine["threads"]} if mine.get("threads") else {}
         numbers.append({
             "system": name, **cell, "unit": mine["unit"], "value": round(float(mine["value"]), 1), **threads,
