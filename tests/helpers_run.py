@@ -50,6 +50,18 @@ def snakemake(workdir: Path, venv_bin: Path, *args: str, config: str = "tiny.yam
     )  # fmt: skip
 
 
+def measured_change(folder: Path, change: Callable[[Path], None], files: set[str], venv_bin: Path, config: dict) -> Path:
+    """changed_copy, then the study `config` measured there by Snakemake
+    (which must succeed)."""
+    import yaml
+
+    workdir = changed_copy(folder, change, files)
+    (workdir / "study.yaml").write_text(yaml.safe_dump(config))
+    out = snakemake(workdir, venv_bin, config="study.yaml")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return workdir
+
+
 def copied(measured: Path, target: Path) -> Path:
     """A copy of a measured study, files with their times (cp -a), as a user makes one."""
     subprocess.run(["cp", "-a", str(measured), str(target)], check=True)

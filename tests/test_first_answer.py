@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from membench.findings import next_round
-from membench.plan import budget, checks, estimate, first_answer, variants
+from membench.plan import budget, checks, estimate, variants
 
 REPO = Path(__file__).resolve().parents[1]
 TABLE = variants.load_variants(REPO / "kernels" / "families" / "variants.yaml")
@@ -33,7 +33,7 @@ def default_config(budget_text: str | None):
 
 def test_sixty_seconds_keep_the_idle_latency_and_stream_at_one_and_all_threads():
     config, cells = default_config("60s")
-    out = set(first_answer.left_out(cells, config, HOST))
+    out = set(estimate.left_out(cells, config, HOST))
     kept = [c for c in cells if c.id not in out]
     assert out, "the default config's fixed rounds do not fit a minute: something is left out"
     latency = [c for c in kept if c.experiment == "latency"]
@@ -48,17 +48,17 @@ def test_sixty_seconds_keep_the_idle_latency_and_stream_at_one_and_all_threads()
 def test_a_budget_that_holds_every_cell_or_no_budget_leaves_nothing_out():
     for text in ("30m", None):
         config, cells = default_config(text)
-        assert first_answer.left_out(cells, config, HOST) == []
-        assert first_answer.left_out_line(first_answer.with_left_out(config, cells, HOST), cells) is None
+        assert estimate.left_out(cells, config, HOST) == []
+        assert estimate.left_out_line(estimate.with_left_out(config, cells, HOST), cells) is None
 
 
 def test_a_left_out_cell_gets_no_fixed_rounds_and_the_line_names_it():
     config, cells = default_config("60s")
-    config = first_answer.with_left_out(config, cells, HOST)
+    config = estimate.with_left_out(config, cells, HOST)
     out = set(config[budget.LEFT_OUT])
     assert all(budget.fixed_repeats(c, config) == 0 for c in cells if c.id in out)
     assert all(budget.fixed_repeats(c, config) == 2 for c in cells if c.id not in out)
-    line = first_answer.left_out_line(config, cells)
+    line = estimate.left_out_line(config, cells)
     assert "left out for the budget" in line and "readonly_ladder" in line
 
 
@@ -141,7 +141,7 @@ def test_a_left_out_cell_is_never_built_nor_planned():
     from membench.plan import rounds
 
     config, cells = default_config("60s")
-    config = first_answer.with_left_out(config, cells, HOST)
+    config = estimate.with_left_out(config, cells, HOST)
     out = set(config[budget.LEFT_OUT])
     inputs = rounds.RoundInputs(config, cells, TABLE)
     built = set(inputs.binaries(5, "bin/vm"))  # a planned round

@@ -8,13 +8,11 @@ rows: tests/test_family_declarations.py); one Snakemake run then plans,
 builds, measures and reports it."""
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
-from helpers_run import changed_copy, edit_once
+from helpers_run import edit_once, measured_change
 from test_family_declarations import mismatch
 from membench.findings import answers
 
@@ -90,12 +88,8 @@ def add_fill_family(workdir: Path) -> None:
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory, venv_bin):
-    workdir = changed_copy(tmp_path_factory.mktemp("new_family"), add_fill_family, FIVE_FILES)
+    workdir = measured_change(tmp_path_factory.mktemp("new_family"), add_fill_family, FIVE_FILES, venv_bin, CONFIG)
     assert mismatch(workdir / "kernels" / "families") == (set(), set())
-    (workdir / "fill.yaml").write_text(yaml.safe_dump(CONFIG))
-    out = subprocess.run([str(venv_bin / "snakemake"), "--cores", "2", "--configfile", "fill.yaml"],
-                         cwd=workdir, capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return workdir
 
 

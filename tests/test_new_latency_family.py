@@ -11,13 +11,11 @@ knob's row in plan/knobs.py and its key in the config schema: six. One
 Snakemake run then plans, builds, measures, validates and reports each."""
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
-from helpers_run import changed_copy, edit_once
+from helpers_run import edit_once, measured_change
 from test_family_declarations import mismatch
 
 FOUR_FILES = {"kernels/families/kernel_table.c", "kernels/families/variants.yaml",
@@ -104,12 +102,8 @@ def add_family(workdir: Path, name: str, op: str, knobs: str, record_key: str = 
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory, venv_bin):
-    workdir = changed_copy(tmp_path_factory.mktemp("new_latency_family"), add_hop_family, FOUR_FILES)
+    workdir = measured_change(tmp_path_factory.mktemp("new_latency_family"), add_hop_family, FOUR_FILES, venv_bin, CONFIG)
     assert mismatch(workdir / "kernels" / "families") == (set(), set())
-    (workdir / "hop.yaml").write_text(yaml.safe_dump(CONFIG))
-    out = subprocess.run([str(venv_bin / "snakemake"), "--cores", "2", "--configfile", "hop.yaml"],
-                         cwd=workdir, capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return workdir
 
 
@@ -138,11 +132,7 @@ STRIDER_CONFIG = {
 
 
 def test_a_family_with_a_knob_of_its_own_measures_each_value(tmp_path_factory, venv_bin):
-    workdir = changed_copy(tmp_path_factory.mktemp("knob_family"), add_strider_family, SIX_FILES)
-    (workdir / "strider.yaml").write_text(yaml.safe_dump(STRIDER_CONFIG))
-    out = subprocess.run([str(venv_bin / "snakemake"), "--cores", "2", "--configfile", "strider.yaml"],
-                         cwd=workdir, capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    workdir = measured_change(tmp_path_factory.mktemp("knob_family"), add_strider_family, SIX_FILES, venv_bin, STRIDER_CONFIG)
     paths = sorted((workdir / "results" / "testbox" / "runs").rglob("r*.jsonl"))
     records = [json.loads(line) for path in paths for line in path.read_text().splitlines()]
     assert {(r["kernel"], r["op"]) for r in records} == {("strider", "stride")}

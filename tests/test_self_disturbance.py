@@ -69,11 +69,13 @@ def _parent_like_snakemake():
     pytest.fail("the stand-in parent did not start its thread")
 
 
-def _fake_harness(seen: dict):
+def _fake_harness(seen: dict, with_parent: bool = True):
+    """A harness that notes the CPUs the round (and its parent) had while it ran."""
     def run_process(argv, *, stdout, stderr, env):
-        parent = quiet.own_pids()[1]
         seen["round"] = os.sched_getaffinity(0)
-        seen["parent"] = [os.sched_getaffinity(int(t)) for t in os.listdir(f"/proc/{parent}/task")]
+        if with_parent:
+            parent = quiet.own_pids()[1]
+            seen["parent"] = [os.sched_getaffinity(int(t)) for t in os.listdir(f"/proc/{parent}/task")]
         seen["child"] = quiet.child_affinity()
         stdout.write(json.dumps({"kernel": "stream", "op": "copy", "status": "ok"}) + "\n")
         return 0
@@ -112,19 +114,9 @@ def test_a_cell_on_every_cpu_moves_nothing_and_counts_own_cpu(monkeypatch):
     seen = {}
     request = _request(threads="all", affinity="close")
     resolved = {"threads": len(ALLOWED), "affinity": "close", "size": 2**20, "policy": "default"}
-    records = harness.run_harness("stream", request, resolved, open(os.devnull, "w"), _fake_harness_alone(seen), (ALLOWED, {}))
+    records = harness.run_harness("stream", request, resolved, open(os.devnull, "w"), _fake_harness(seen, with_parent=False), (ALLOWED, {}))
     assert seen["round"] == set(ALLOWED) and seen["child"] is None
     assert records[0]["own_cpus"] is None and records[0]["own_cpu_s"] >= 0
-
-
-def _fake_harness_alone(seen: dict):
-    def run_process(argv, *, stdout, stderr, env):
-        seen["round"] = os.sched_getaffinity(0)
-        seen["child"] = quiet.child_affinity()
-        stdout.write(json.dumps({"kernel": "stream", "op": "copy", "status": "ok"}) + "\n")
-        return 0
-
-    return run_process
 
 
 @two_cpus

@@ -19,7 +19,7 @@ sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 from membench.core import command_line, last_words, layout, manifests, measured_with
 from membench.core import provenance as about, run_lock, run_start
 from membench.plan import budget, c2c_pairs, checks, config_limits, figure_kinds
-from membench.plan import first_answer, grammar, peak_config, rounds, variants
+from membench.plan import estimate, grammar, peak_config, rounds, variants
 from membench.probe import estimate_host
 
 
@@ -61,7 +61,7 @@ except grammar.ConfigError as error:
 SYSTEMS = grammar.system_names(CONFIG)
 # A budget too small for every cell's fixed rounds measures a first answer
 # and what else fits; the rest is left out, said here and in the findings.
-CONFIG = first_answer.with_left_out(
+CONFIG = estimate.with_left_out(
     CONFIG, CELLS, estimate_host.this_host(VARIANTS, Path("results"), SYSTEMS)
 )
 # c2c: pairs: all is bounded at 64 CPUs (from the probed topology, else this

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from membench.core import layout
 from membench.findings import next_round
-from membench.plan import budget, checks, config_limits, estimate, first_answer, grammar, rounds, variants
+from membench.plan import budget, checks, config_limits, estimate, grammar, rounds, variants
 from membench.probe import estimate_host
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
     systems = grammar.system_names(config)
     results = Path(args.directory) / "results"
     host = estimate_host.this_host(table, results, systems)
-    config = first_answer.with_left_out(config, cells, host)  # as the workflow plans it
+    config = estimate.with_left_out(config, cells, host)  # as the workflow plans it
     left = stored_left(cells, results, systems) if args.left else None
     stored = stored_seconds(cells, results, systems) if args.left else None
     spent = budget_spent(config, cells, table, results, systems) if args.left else 0.0
@@ -94,7 +94,7 @@ def main(argv=None) -> int:
         else f"make run will measure {args.configfile} on {', '.join(systems)} ({cores} core{'s' * (cores != 1)}):"
     )
     print("\n".join(estimate.lines(plan, heading)))
-    left_out = first_answer.left_out_line(config, cells)
+    left_out = estimate.left_out_line(config, cells)
     if left_out:
         print(left_out)
     if budget.seconds(config.get("budget")) is not None and not args.left:

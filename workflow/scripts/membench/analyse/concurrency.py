@@ -345,6 +345,20 @@ def _under_load(under_load: pd.Series | None, traffic: float, line_bytes: int) -
     }
 
 
+def _at_idle(row, placement: str, traffic: float, latency: dict | None, line_bytes: int) -> dict:
+    """A bandwidth cell's lines in flight at the idle latency, or why none."""
+    if latency is None or math.isnan(traffic):
+        why = (f"no idle latency measured on {row.system} with {placement} placement" if latency is None
+               else "read traffic not recorded (records from before bytes_read_per_iter with no "
+               "write-allocate to tell reads from writes): measure the cell again")  # fmt: skip
+        return {"latency_ns": math.nan, "bytes_in_flight": math.nan, "lines_in_flight": math.nan,
+                "lines_per_thread": math.nan, "latency_source": why}  # fmt: skip
+    lines = lines_in_flight(traffic, latency["ns"], line_bytes)
+    return {"latency_ns": latency["ns"], "bytes_in_flight": traffic * latency["ns"],  # 1e9 B/s x 1e-9 s = bytes
+            "lines_in_flight": lines, "lines_per_thread": lines / row.threads,
+            "latency_source": f"{idle_source(latency)} ({latency_spread(latency)})", "latency_cell": latency["source"]}  # fmt: skip
+
+
 def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int], llc_bytes: dict[str, int] | None = None,
                           latencies: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per bandwidth cell (and op): GB/s x ns = bytes in flight,
@@ -379,30 +393,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int], llc_b
             "write_traffic_gbps": getattr(row, "gbps_write_mean", math.nan),
             "cache": getattr(row, "cache", None),
         }
-        if latency is None or math.isnan(traffic):
-            out.update(
-                latency_ns=math.nan,
-                bytes_in_flight=math.nan,
-                lines_in_flight=math.nan,
-                lines_per_thread=math.nan,
-                latency_source=(
-                    f"no idle latency measured on {row.system} with {placement} placement"
-                    if latency is None
-                    else "read traffic not recorded (records from before bytes_read_per_iter with no "
-                    "write-allocate to tell reads from writes): measure the cell again"
-                ),
-            )
-        else:
-            in_flight = traffic * latency["ns"]  # 1e9 B/s x 1e-9 s = bytes
-            lines = lines_in_flight(traffic, latency["ns"], line_bytes[row.system])
-            out.update(
-                latency_ns=latency["ns"],
-                bytes_in_flight=in_flight,
-                lines_in_flight=lines,
-                lines_per_thread=lines / row.threads,
-                latency_source=f"{idle_source(latency)} ({latency_spread(latency)})",
-                latency_cell=latency["source"],
-            )
+        out.update(_at_idle(row, placement, traffic, latency, line_bytes[row.system]))
         out.update(_under_load(_match(loaded, row.system, placement, row.pages), traffic, line_bytes[row.system]))
         rows.append(out)
     return pd.DataFrame(rows)

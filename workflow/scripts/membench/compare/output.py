@@ -145,6 +145,22 @@ def disturbed_note(counts: dict[str, int], kept: bool) -> str:
     return f"disturbed records left out (KEEP_DISTURBED=1 keeps them): {sides}"
 
 
+def _write_outputs(result: dict, out: Path, html: bool) -> None:
+    """compare.csv, .json, .html (when drawn) and .txt under `out`; the
+    result says which it wrote."""
+    frame = pd.DataFrame(result["rows"], columns=match.ROW_KEYS)
+    write_text_atomic(out / "compare.csv", frame.to_csv(index=False))
+    rows_json = [{k: _clean(r[k]) for k in match.ROW_KEYS} for r in result["rows"]]
+    write_text_atomic(out / "compare.json", json.dumps({**result, "rows": rows_json}, indent=1, default=_clean) + "\n")
+    if html:
+        from membench.compare.html import write_html  # matplotlib only when drawn
+
+        write_html(result, out / "compare.html")
+    result["written"] = ", ".join(str(out / f) for f in ("compare.txt", "compare.csv", "compare.json")) + (
+        f", {out / 'compare.html'}" if html else "")  # fmt: skip
+    write_text_atomic(out / "compare.txt", terminal_table(result))
+
+
 def run_compare(base: str, new: str, out: Path, *, threshold: float = 0.02, confidence: float = 0.95,
                 ignore: list[str] = (), html: bool = True, keep_disturbed: bool = False) -> tuple[dict, int]:
     """Compare, write every output under `out`; (result, exit code).
@@ -191,19 +207,7 @@ def run_compare(base: str, new: str, out: Path, *, threshold: float = 0.02, conf
     result["counts"] = {v: sum(1 for r in result["rows"] if r["verdict"] == v) for v in compare_stats.VERDICTS}
     decidable = [r for r in gate_rows if (r["n_base"] or 0) >= 2 and (r["n_new"] or 0) >= 2]
     result["decidable_gate_rows"] = len(decidable)
-    out = Path(out)
-    frame = pd.DataFrame(result["rows"], columns=match.ROW_KEYS)
-    write_text_atomic(out / "compare.csv", frame.to_csv(index=False))
-    rows_json = [{k: _clean(r[k]) for k in match.ROW_KEYS} for r in result["rows"]]
-    write_text_atomic(out / "compare.json", json.dumps({**result, "rows": rows_json}, indent=1, default=_clean) + "\n")
-    if html:
-        from membench.compare.html import write_html  # matplotlib only when drawn
-
-        write_html(result, out / "compare.html")
-    result["written"] = ", ".join(str(out / f) for f in ("compare.txt", "compare.csv", "compare.json")) + (
-        f", {out / 'compare.html'}" if html else "")  # fmt: skip
-    text = terminal_table(result)
-    write_text_atomic(out / "compare.txt", text)
+    _write_outputs(result, Path(out), html)
     if any(r["verdict"] == "worse" for r in gate_rows):
         return result, 1
     return result, 0 if decidable else NOTHING_DECIDED

@@ -111,7 +111,7 @@ def experiment_finding(name: str, spec: dict, system: str, cells, runs, modes, d
 
 def _left_out_text(config: dict, experiment: str) -> str | None:
     """What a budget too small for every cell left out of this experiment
-    (membench.plan.first_answer), or None."""
+    (membench.plan.estimate, a first answer), or None."""
     out = [cell for cell in config.get(budget.LEFT_OUT) or () if cell.split("/", 1)[0] == experiment]
     if not out:
         return None

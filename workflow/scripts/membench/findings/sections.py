@@ -167,6 +167,44 @@ def derived_tables(config: dict, cells: pd.DataFrame, systems: dict[str, dict], 
             "latencies": latencies, "levels": levels}  # fmt: skip
 
 
+def _experiment_section(name: str, spec: dict, part: pd.DataFrame, derived: dict, archs, c2c_classes, superseded, modes,
+                        whole: tuple) -> dict:
+    """One experiment's section of the report: its tables (notes in the
+    report's architectures' words), cells, modes and node matrices."""
+    cells, problems, systems = whole
+    ec, shares = derived["ec"], derived["shares"]
+    part_ec = ec[ec["experiment"] == name] if not ec.empty else ec
+    tables = tables_for(spec["kernel"], part, part_ec, shares[shares["experiment"] == name])
+    if families.family(spec["kernel"]).metric == families.LOADED and (little := loaded_little_table(part, derived["line_bytes"])):
+        tables.append(little)
+    tables = [{**t, "note": arch_words.in_words(t["note"], archs)} if t.get("note") else t for t in tables]
+    return {
+        "name": name,
+        "kernel": spec["kernel"],
+        "axes": _axes(spec, part),
+        "tables": tables + c2c_tables(c2c_classes, name),
+        "cells": [{**row, "superseded": (superseded or {}).get(row["system"], {}).get(row["cell"], 0)} for row in _records(part)],
+        # beside the placement figure, whose runs and ticks it explains
+        "modes": _modes_rows(modes, name, part) if "placement" in kinds_for(spec) else [],
+        "matrices": _matrices(cells, problems, systems, name) if node_pairs.uses_pairs(spec) else [],
+    }
+
+
+def _totals(cells: pd.DataFrame) -> dict:
+    """The cells and runs counted, for the first screen."""
+    return {
+        "cells": int(cells[["system", "cell"]].drop_duplicates().shape[0]),
+        "ok": int(cells["n_ok"].sum()),
+        "skipped": int(cells["n_skipped"].sum()),
+        "failed": int(cells["n_failed"].sum()),
+        # the disturbed rule's marks (membench.core.disturbance), for the first screen
+        "disturbed": int(cells["n_disturbed"].fillna(0).sum()) if "n_disturbed" in cells else 0,
+        "disturbance_not_recorded": (
+            int(cells["n_disturbance_not_recorded"].fillna(0).sum()) if "n_disturbance_not_recorded" in cells else 0
+        ),
+    }
+
+
 def build_sections(
     *,
     config: dict,
@@ -184,32 +222,12 @@ def build_sections(
     (membench.core.layout.superseded_counts); stored: figures-only, system ->
     {"not_shown": lines, "migrated": lines} (membench.store.claims)."""
     derived = derived or derived_tables(config, cells, systems, c2c_classes)
-    line_bytes, peaks, shares, ec = derived["line_bytes"], derived["peaks"], derived["shares"], derived["ec"]
-    experiments = []
+    peaks, shares, ec = derived["peaks"], derived["shares"], derived["ec"]
     archs = arch_words.report_archs(systems)  # notes in the words of the report's architectures
     shown = mark_in_cache(cells)  # every table names an in-cache cell's size with its mark
-    for name, spec in config["experiments"].items():
-        part = shown[shown["experiment"] == name]
-        part_ec = ec[ec["experiment"] == name] if not ec.empty else ec
-        tables = tables_for(spec["kernel"], part, part_ec, shares[shares["experiment"] == name])
-        if families.family(spec["kernel"]).metric == families.LOADED and (little := loaded_little_table(part, line_bytes)):
-            tables.append(little)
-        tables = [{**t, "note": arch_words.in_words(t["note"], archs)} if t.get("note") else t for t in tables]
-        experiments.append(
-            {
-                "name": name,
-                "kernel": spec["kernel"],
-                "axes": _axes(spec, part),
-                "tables": tables + c2c_tables(c2c_classes, name),
-                "cells": [
-                    {**row, "superseded": (superseded or {}).get(row["system"], {}).get(row["cell"], 0)}
-                    for row in _records(part)
-                ],
-                # beside the placement figure, whose runs and ticks it explains
-                "modes": _modes_rows(modes, name, part) if "placement" in kinds_for(spec) else [],
-                "matrices": _matrices(cells, problems, systems, name) if node_pairs.uses_pairs(spec) else [],
-            }
-        )
+    experiments = [_experiment_section(name, spec, shown[shown["experiment"] == name], derived, archs, c2c_classes,
+                                       superseded, modes, (cells, problems, systems))
+                   for name, spec in config["experiments"].items()]  # fmt: skip
     latencies, best, levels = derived["latencies"], derived["best"], derived["levels"]
     headlines = system_headlines(cells, ec, latencies, modes, systems, list(config["experiments"]), levels)
     for headline in headlines:  # the theoretical peak and the best share per family, on the first screen too
@@ -235,17 +253,7 @@ def build_sections(
         "peak_note": PEAK_NOTE if not shares.empty else None,
         "idle_latencies": idle_latency_table(latencies),
         "config_yaml": yaml.safe_dump(config, sort_keys=False),
-        "totals": {
-            "cells": int(cells[["system", "cell"]].drop_duplicates().shape[0]),
-            "ok": int(cells["n_ok"].sum()),
-            "skipped": int(cells["n_skipped"].sum()),
-            "failed": int(cells["n_failed"].sum()),
-            # the disturbed rule's marks (membench.core.disturbance), for the first screen
-            "disturbed": int(cells["n_disturbed"].fillna(0).sum()) if "n_disturbed" in cells else 0,
-            "disturbance_not_recorded": (
-                int(cells["n_disturbance_not_recorded"].fillna(0).sum()) if "n_disturbance_not_recorded" in cells else 0
-            ),
-        },
+        "totals": _totals(cells),
     }
 
 

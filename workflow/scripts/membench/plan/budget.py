@@ -33,7 +33,7 @@ def seconds(value) -> float | None:
 
 
 # The config key under which the workflow records the cells a budget too
-# small for every cell's fixed rounds leaves out (membench.plan.first_answer);
+# small for every cell's fixed rounds leaves out (membench.plan.estimate, a first answer);
 # set on the parsed config, never by a user (the schema has no such key).
 LEFT_OUT = "_left_out_for_budget"
 

@@ -215,7 +215,7 @@ class RoundInputs:
     def binaries(self, round_index: int, bin_dir: str) -> list[str]:
         """Round k's binaries: its cells' (an adaptive round's: every cell's
         that may have one; a cell a small budget left out has no findings to
-        plan it by, so its binary is never built: membench.plan.first_answer)."""
+        plan it by, so its binary is never built: membench.plan.estimate, a first answer)."""
         adaptive = round_index >= max(self._fixed, default=0)
         return sorted({layout.binary_path(bin_dir, cell) for cell, fixed in zip(self._cells, self._fixed)
                        if (cell.repeats if adaptive and fixed else fixed) > round_index})  # fmt: skip
