@@ -25,7 +25,7 @@ ENVIRONMENT = {
 # An ok record of measurements.csv: triad of stream at 2 threads on box.
 ROW = dict(
     system="box", experiment="numa", cell="numa/stream-default/x", kernel="stream", variant="default", op="triad",
-    threads_requested=2, threads=2, affinity="close", policy_requested="default", policy="default", pages="4k",
+    threads_requested=2, threads=2, affinity="close", affinity_requested="close", policy_requested="default", policy="default", pages="4k",
     init="parallel", size_requested=2**30, size_bytes=2**30, load_delay_requested=0, status="ok", reason=None,
     gbps=10.0, gbps_wa=13.0, ns_per_load=math.nan, working_set_bytes=math.nan, hugepage_fraction=0.0,
     # triad per element as the harness records it from the kernel table: 24 B by

@@ -25,7 +25,7 @@ SVE_SKIP = "op r2w1nt requires CPU feature 'sve256', which this CPU lacks"
 def record(system, variant="default", status="ok", reason=None, gbps=50.0, op="r2w1nt"):
     return dict(
         system=system, experiment="mlc", cell=f"mlc/{variant}", kernel="mix", variant=variant, op=op,
-        threads_requested=2, threads=2, affinity="close", policy_requested="default", policy="default", pages="4k",
+        threads_requested=2, threads=2, affinity="close", affinity_requested="close", policy_requested="default", policy="default", pages="4k",
         init="parallel", size_requested=2**30, size_bytes=2**30, load_delay_requested=0, status=status, reason=reason,
         gbps=gbps if status == "ok" else math.nan, gbps_wa=gbps if status == "ok" else math.nan, ns_per_load=math.nan,
         working_set_bytes=math.nan, hugepage_fraction=0.0, cpus="[0, 1]", page_nodes='{"0": 1.0}', migrated=False,

@@ -11,7 +11,7 @@ from membench.analyse import concurrency
 def cell(**values):
     base = dict(
         system="a", experiment="e", cell="c", kernel="stream", variant="default", op="triad", threads=2,
-        policy_requested="default", pages="4k", affinity="close", n_ok=3, gbps_mean=20.0, gbps_wa_mean=math.nan,
+        policy_requested="default", pages="4k", affinity="close", affinity_requested="close", n_ok=3, gbps_mean=20.0, gbps_wa_mean=math.nan,
         gbps_read_mean=20.0, gbps_write_mean=math.nan,
         ns_mean=math.nan, ns_median=math.nan, ns_min=math.nan, ns_max=math.nan, working_set_bytes=math.nan,
         chase_group_requested=None,

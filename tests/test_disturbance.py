@@ -6,7 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from membench.core import disturbance, record_schema
+from membench.core import disturbance
+from membench.store import record_versions
 
 QUIET = {"disturb_timed_s": 0.5, "disturb_nivcsw": [0, 0], "disturb_steal_s": 0.0, "disturb_core_ghz": [3.0, 3.05]}
 
@@ -72,7 +73,7 @@ def test_c2c_judges_per_sample_and_only_marks_a_median_taken_over_switched_sampl
 
 
 def test_not_recorded_is_never_quiet():
-    old = record_schema.migrate({"schema": 2, "kernel": "c2c", "host": "h", "handoff_ns": 20.0})
+    old = record_versions.migrate({"schema": 2, "kernel": "c2c", "host": "h", "handoff_ns": 20.0})
     assert old["disturb_nivcsw"] is None and old["handoff_basis"] is None and old["handoff_all_ns"] == 20.0
     assert disturbance.verdict(old) == (None, ["not recorded"])
     assert disturbance.columns(old)["disturbed"] is None
@@ -83,9 +84,11 @@ def test_not_recorded_is_never_quiet():
 
 
 def test_migration_steps_compose_from_every_older_version():
-    v1 = record_schema.migrate({"schema": 1, "kernel": "stream", "host": "h"})
-    assert v1["migrated_from"] == 1 and v1["schema"] == 3 and v1["disturb_steal_s"] is None
-    placeholder = record_schema.migrate({"schema": 2, "kernel": "stream", "status": "failed"})
+    v1 = record_versions.migrate({"schema": 1, "kernel": "stream", "host": "h", "affinity": "node:0",
+                                  "affinity_resolved": "cpus:0,1"})  # fmt: skip
+    assert v1["migrated_from"] == 1 and v1["schema"] == 4 and v1["disturb_steal_s"] is None
+    assert (v1["affinity_requested"], v1["affinity"]) == ("node:0", "cpus:0,1")  # version 3 -> 4
+    placeholder = record_versions.migrate({"schema": 2, "kernel": "stream", "status": "failed"})
     assert "disturb_nivcsw" not in placeholder  # no harness ran: nothing to say
 
 

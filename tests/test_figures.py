@@ -30,7 +30,7 @@ def records():
                         rows.append(
                             dict(
                                 system=system, experiment="e", cell=f"e/stream-default/t{threads}_s{size}", kernel="stream",
-                                variant="default", op=op, threads_requested=threads, threads=threads, affinity="close",
+                                variant="default", op=op, threads_requested=threads, threads=threads, affinity="close", affinity_requested="close",
                                 policy_requested="preferred:0", policy="preferred:0", pages="4k", pages_requested="4k",
                                 init="parallel", size_requested=size, size_bytes=size, status="ok", reason=None,
                                 gbps=float(10 * threads + RNG.normal(0, 1)), gbps_wa=1.0, hugepage_fraction=0.0,
@@ -84,7 +84,7 @@ def test_placement_figure_legend_stays_bounded():
     for i in range(400):  # every run its own CPU list on 2 nodes x 2 CPUs, 4 threads
         cpus = [int(c) for c in rng.integers(0, 4, 4)]
         rows.append(dict(system="s", experiment="e", cell="e/c", kernel="stream", variant="default", op="triad",
-                         threads=4, affinity="none", policy="default", policy_requested="default", pages="4k", init="parallel",
+                         threads=4, affinity="none", affinity_requested="none", policy="default", policy_requested="default", pages="4k", init="parallel",
                          size_requested="auto", status="ok", gbps=float(rng.normal(50, 5)), cpus=str(cpus),
                          cpus_start=str(cpus[::-1]), page_nodes=json.dumps({str(i % 2): 1.0}), hugepage_fraction=0.0,
                          migrated=True))  # fmt: skip
@@ -117,7 +117,7 @@ def test_svg_ids_differ_between_figures(tables):
 def test_latency_figure_ticks_in_binary_units_and_one_curve_per_group():
     rows = [
         dict(system="alpha", experiment="lat", cell=f"lat/chase-default/g{group}", kernel="chase", variant="default",
-             op="random", pages="4k", policy_requested="default", affinity="none", chase_group_requested=group,
+             op="random", pages="4k", policy_requested="default", affinity="none", affinity_requested="none", chase_group_requested=group,
              working_set_bytes=2**k, n_ok=3, ns_mean=float(k), ns_median=float(k), ns_min=k - 0.5, ns_max=k + 0.5)
         for group in (262144, "full") for k in range(12, 31)
     ]  # fmt: skip
@@ -144,13 +144,13 @@ def _drawers(tables):
     ladder = measurements.assign(variant=[f"v{i % 5}" for i in range(len(measurements))])
     chase = pd.DataFrame([
         dict(system="alpha", experiment="lat", cell=f"lat/chase-default/g{k}", kernel="chase", variant="default",
-             op="random", pages="4k", policy_requested="default", affinity="none", chase_group_requested=262144,
+             op="random", pages="4k", policy_requested="default", affinity="none", affinity_requested="none", chase_group_requested=262144,
              working_set_bytes=2**k, n_ok=3, ns_mean=float(k), ns_median=float(k), ns_min=k - 0.5, ns_max=k + 0.5)
         for k in range(12, 31)
     ])  # fmt: skip
     loaded = pd.DataFrame([
         dict(system="sys", experiment="lat", cell=f"lat/{op}/{d}", kernel="loaded", variant="default", op=op, threads=3,
-             threads_requested=3, affinity="close", policy_requested="default", pages="4k", size_requested=2**29,
+             threads_requested=3, affinity="close", affinity_requested="close", policy_requested="default", pages="4k", size_requested=2**29,
              load_delay_requested=d, n_ok=2, gbps_mean=g, gbps_std=0.1, gbps_wa_mean=g * 1.5, ns_mean=ns, ns_std=1.0)
         for op in ("r1w1", "r2w1nt") for d, g, ns in ((0, 10.0, 128.0), (50, 4.0, 96.0))
     ])  # fmt: skip

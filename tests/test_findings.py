@@ -54,7 +54,8 @@ def synthetic_study(config_path: Path, seed: int = 0) -> tuple[dict, pd.DataFram
     for index, cell in enumerate(cells):
         kernel = cell.kernel
         threads = 64 if str(cell.threads) == "all" else int(cell.threads) if str(cell.threads).isdigit() else 2
-        common = dict(threads=threads, threads_requested=cell.threads, affinity=str(cell.affinity), variant=str(cell.variant),
+        common = dict(threads=threads, threads_requested=cell.threads, affinity=str(cell.affinity), affinity_requested=str(cell.affinity),
+                      variant=str(cell.variant),
                       policy_requested=str(cell.policy), policy=str(cell.policy), pages=str(cell.pages), init=str(cell.init),
                       size_requested=str(cell.size), size_bytes=_size(cell.size), load_delay_requested=cell.load_delay or 0)  # fmt: skip
         name = f"c{index}"
@@ -346,7 +347,7 @@ def test_a_node_matrix_answers_remote_against_local():
             for repeat in range(3):
                 for ws in (2**20, 2**30):
                     rows.append(base("latency_matrix", "chase", f"n{cpu_node}m{memory_node}", repeat, op="random",
-                                     affinity=f"node:{cpu_node}", policy_requested=f"bind:{memory_node}", policy=f"bind:{memory_node}",
+                                     affinity=f"node:{cpu_node}", affinity_requested=f"node:{cpu_node}", policy_requested=f"bind:{memory_node}", policy=f"bind:{memory_node}",
                                      working_set_bytes=ws, size_bytes=ws, chase_group_requested=262144,
                                      ns_per_load=(ns if ws == 2**30 else 4.0) * (1 + 0.01 * repeat)))  # fmt: skip
     config = {"experiments": {"latency_matrix": {"kernel": "chase", "affinity": ["node:each"], "policy": ["bind:each"]}}}

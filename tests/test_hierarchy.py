@@ -24,7 +24,7 @@ TOPOLOGY = {
 def curve(points: dict[int, float], pages="4k", system="box") -> pd.DataFrame:
     return pd.DataFrame(
         {
-            "system": system, "kernel": "chase", "op": "random", "n_ok": 3, "policy_requested": "default", "affinity": "close", "cell": f"sweep/{pages}",
+            "system": system, "kernel": "chase", "op": "random", "n_ok": 3, "policy_requested": "default", "affinity": "close", "affinity_requested": "close", "cell": f"sweep/{pages}",
             "pages": pages, "chase_group_requested": 256 * KiB,
             "working_set_bytes": list(points), "ns_median": list(points.values()),
         }
@@ -96,6 +96,7 @@ def test_node_matrix_gives_local_and_remote_memory_rows():
         {
             "system": "box", "kernel": "chase", "op": "random", "n_ok": 3, "pages": "4k", "chase_group_requested": 256 * KiB,
             "cell": ["m/00", "m/01", "m/10", "m/11"], "affinity": ["node:0", "node:0", "node:1", "node:1"],
+            "affinity_requested": ["node:0", "node:0", "node:1", "node:1"],
             "policy_requested": ["bind:0", "bind:1", "bind:0", "bind:1"], "working_set_bytes": 1024 * MiB,
             "ns_median": [100.0, 180.0, 170.0, 110.0],
         }

@@ -47,12 +47,12 @@ def study(runs: list[dict[int, float]], held: list[bool]) -> tuple[pd.DataFrame,
         last = max(run)
         for span, ns in run.items():
             records.append({"system": "vm", "experiment": "latency", "cell": cell, "repeat": repeat, "kernel": "chase",
-                            "op": "random", "policy_requested": "default", "affinity": "close", "pages": "4k",
+                            "op": "random", "policy_requested": "default", "affinity": "close", "affinity_requested": "close", "pages": "4k",
                             "chase_group_requested": 256 * KiB, "chase_spacing_requested": SPACING,
                             "working_set_bytes": span, "ns_per_load": ns,
                             "sweep_end": ("held" if stopped else "budget") if span == last else None})  # fmt: skip
     records = pd.DataFrame(records)
-    cells = records.groupby(["system", "experiment", "cell", "kernel", "op", "policy_requested", "affinity", "pages",
+    cells = records.groupby(["system", "experiment", "cell", "kernel", "op", "policy_requested", "affinity_requested", "pages",
                              "chase_group_requested", "chase_spacing_requested", "working_set_bytes"], as_index=False).agg(
         ns_median=("ns_per_load", "median"), ns_min=("ns_per_load", "min"), ns_max=("ns_per_load", "max"),
         n_ok=("ns_per_load", "size"), sweep_held=("sweep_end", lambda s: int((s == "held").sum())))  # fmt: skip

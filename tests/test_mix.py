@@ -150,7 +150,7 @@ def summary(gbps: dict, threads=(1,), systems=("sys",), spread=0.5):
                 wa = g * (reads + 2 * writes) / (reads + writes) if op != "r2w1nt" else g
                 rows.append(dict(
                     system=system, experiment="inj", cell=f"inj/t{t}", kernel="mix", variant="default", op=op,
-                    threads=t, threads_requested=t, affinity="close", policy_requested="local", policy="local",
+                    threads=t, threads_requested=t, affinity="close", affinity_requested="close", policy_requested="local", policy="local",
                     pages="4k", init="parallel", size_requested="auto", n_ok=5, n_skipped=0, n_failed=0,
                     gbps_mean=g * t, gbps_median=g * t, gbps_min=g * t - spread, gbps_max=g * t + spread,
                     gbps_wa_median=wa * t, placement_mismatches=0,
@@ -193,7 +193,7 @@ def test_injection_table_is_bounded_at_scale():
 def test_loaded_little_law_at_each_point():
     rows = [
         dict(system="sys", experiment="lat", cell=f"lat/{op}/{d}", kernel="loaded", variant="default", op=op, threads=3,
-             affinity="close", policy_requested="default", pages="4k", size_requested=2**29, chase_group_requested=262144,
+             affinity="close", affinity_requested="close", policy_requested="default", pages="4k", size_requested=2**29, chase_group_requested=262144,
              load_delay_requested=d, n_ok=2, gbps_mean=g, gbps_median=g, gbps_wa_median=wa, gbps_read_median=reads,
              ns_median=ns)
         # r1w1: 8 B read + 8 B write-allocate read of 24 B of traffic; r2w1nt: 16 of 24 B read, no write-allocate
@@ -218,7 +218,7 @@ def test_loaded_figure_draws_a_curve_per_mix_with_lines_in_flight():
 
     rows = [
         dict(system="sys", experiment="lat", cell=f"lat/{op}/{d}", kernel="loaded", variant="default", op=op, threads=3,
-             threads_requested=3, affinity="close", policy_requested="default", pages="4k", size_requested=2**29,
+             threads_requested=3, affinity="close", affinity_requested="close", policy_requested="default", pages="4k", size_requested=2**29,
              load_delay_requested=d, n_ok=2, gbps_mean=g, gbps_std=0.1, gbps_wa_mean=g * 1.5, ns_mean=ns, ns_std=1.0)
         for op in ("r1w1", "r2w1nt") for d, g, ns in ((0, 10.0, 128.0), (50, 4.0, 96.0))
     ]  # fmt: skip

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 
 from membench.analyse import stats  # noqa: E402
-from membench.store import collect
+from membench.store import collect, record_versions
 from membench.analyse import modes
 from membench.core.atomic_files import read_jsonl  # noqa: E402
 import synthetic_runs  # noqa: E402
@@ -63,10 +63,10 @@ def test_a_factor_that_splits_the_modes_explains_them_and_one_that_does_not_is_n
 @pytest.fixture(scope="module")
 def dev16():
     topology = json.loads((DEV16 / "topology.json").read_text())
-    records = [r for p in sorted(DEV16.glob("runs/*/r*.jsonl")) for r in read_jsonl(p)]
+    records = [record_versions.migrate(r) for p in sorted(DEV16.glob("runs/*/r*.jsonl")) for r in read_jsonl(p)]
     table = collect.records_table(records, {"dev16": topology})
     result = modes.modes_table(table, stats.CELL_KEYS)
-    return {(r.threads, r.affinity): r for r in result.itertuples()}
+    return {(r.threads, r.affinity_requested): r for r in result.itertuples()}
 
 
 def test_dev16_8_threads_none_two_modes_nothing_recorded_explains(dev16):
@@ -107,7 +107,7 @@ def planted(tmp_path_factory):
                                  str(system / "topology.json"))  # fmt: skip
     table = table[table["op"] == "triad"]
     result = modes.modes_table(table, stats.CELL_KEYS)
-    return truth, {(r.threads, r.affinity): r for r in result.itertuples()}, table
+    return truth, {(r.threads, r.affinity_requested): r for r in result.itertuples()}, table
 
 
 def test_planted_remote_pages_explain_the_slow_mode(planted):
@@ -132,7 +132,7 @@ def test_planted_hidden_slowdown_is_said_to_be_unexplained(planted):
 
 def test_oversubscribed_runs_of_the_os_placement_are_found(planted):
     _, cells, table = planted
-    mine = table[(table["threads"] == 8) & (table["affinity"] == "none")]
+    mine = table[(table["threads"] == 8) & (table["affinity_requested"] == "none")]
     assert (mine["oversubscribed_cpus"] > 0).sum() >= 2  # seeded: the same runs every time
     cell = cells[(8, "none")]
     assert cell.verdict == "explained" and cell.best_factor == "oversubscribed_cpus"

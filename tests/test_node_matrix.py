@@ -204,7 +204,7 @@ def fake_records(cell, topo: dict, repeat: int, *, misplace: bool = False) -> li
         distance = topo["nodes"][node_of[cpus[0]]]["distances"][home]
         base = {
             "schema": 1, "system": "big", "kernel": cell.kernel, "variant": cell.variant, "threads": len(cpus),
-            "affinity": cell.affinity, "affinity_resolved": resolved["affinity"], "policy": resolved["policy"],
+            "affinity": resolved["affinity"], "policy": resolved["policy"],
             "pages": "4k", "init": "parallel", "size_bytes": resolved["size"], "repeat": repeat, "status": "ok",
             "reason": None, "valid": True, "cpus": cpus, "cpus_start": cpus, "cpus_bound": cpus,
             "cpu_nodes": [node_of[c] for c in cpus], "page_nodes": pages, "hugepage_fraction": 0.0,
@@ -219,7 +219,7 @@ def fake_records(cell, topo: dict, repeat: int, *, misplace: bool = False) -> li
                         "bytes_written_per_iter": 0}]  # fmt: skip
     for record in records:
         record.update(experiment=cell.experiment, cell=cell.id, threads_requested=cell.threads,
-                      policy_requested=cell.policy, size_requested=cell.size,
+                      affinity_requested=cell.affinity, policy_requested=cell.policy, size_requested=cell.size,
                       chase_group_requested=cell.chase_group if cell.kernel == "chase" else None,
                       memory_nodes=[n["node"] for n in topo["nodes"] if n["memory_bytes"]])  # fmt: skip
     return records

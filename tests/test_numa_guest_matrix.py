@@ -106,9 +106,8 @@ def guest_records(run, plan) -> list[dict]:
             assert run.exit_codes.get(case) == 0, (cell.id, run.cases.get(case), run.stderr.get(case))
             records = run.records[case]
         for record in records:
-            record["affinity_resolved"] = record.get("affinity_resolved", record["affinity"])
             record.update(
-                affinity=req.affinity, experiment=cell.experiment, cell=cell.id, threads_requested=req.threads,
+                affinity_requested=req.affinity, experiment=cell.experiment, cell=cell.id, threads_requested=req.threads,
                 size_requested=req.size, policy_requested=req.policy, pages_requested=req.pages_requested,
                 chase_group_requested=req.chase_group if req.kernel == "chase" else None,
                 memory_nodes=[n["node"] for n in topo["nodes"] if n["memory_bytes"]],
@@ -181,7 +180,7 @@ def statuses_from_records(records: list[dict], kernel: str) -> dict[tuple[int, i
         mine = [r for r in mine if r["op"] == last[r["cell"]]]
     pairs: dict[tuple[int, int], list[bool]] = {}
     for r in mine:
-        pair = (int(r["affinity"].removeprefix("node:")), int(r["policy_requested"].removeprefix("bind:")))
+        pair = (int(r["affinity_requested"].removeprefix("node:")), int(r["policy_requested"].removeprefix("bind:")))
         pairs.setdefault(pair, []).append(disturbance.verdict(r)[0] is True)
     return {pair: "disturbed" if all(marks) else "ok" for pair, marks in pairs.items()}
 
@@ -200,7 +199,7 @@ def test_every_pair_ran_on_node_i_with_pages_on_node_j(matrix_run):
     cpu_nodes = [n for n, cpus in enumerate(layout.node_cpus) if cpus]
     assert len({r["cell"] for r in ok}) == 2 * len(cpu_nodes) * layout.nnodes  # every pair with CPUs ran
     for r in ok:
-        i = int(r["affinity"].removeprefix("node:"))
+        i = int(r["affinity_requested"].removeprefix("node:"))
         j = int(r["policy_requested"].removeprefix("bind:"))
         assert r["valid"] is True and r["migrated"] is False, r
         assert set(r["cpu_nodes"]) == {i}, (r["cell"], r["cpu_nodes"])

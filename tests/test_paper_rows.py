@@ -39,10 +39,10 @@ def study(gbps: dict[tuple, list[float]], nodes: int = 1, cpus: int = 16, kernel
     cells, runs = [], []
     for (threads, affinity, op), values in gbps.items():
         cell = f"{kernel}_t{threads}_{affinity}"
-        cells.append({"experiment": "e", "cell": cell, "kernel": kernel, "op": op, "threads": threads, "affinity": affinity,
+        cells.append({"experiment": "e", "cell": cell, "kernel": kernel, "op": op, "threads": threads, "affinity": affinity, "affinity_requested": affinity,
                       "variant": "default", "n_ok": len(values), "gbps_median": float(np.median(values))})  # fmt: skip
         for value in values:
-            runs.append({"experiment": "e", "cell": cell, "op": op, "threads": threads, "affinity": affinity, "gbps": value,
+            runs.append({"experiment": "e", "cell": cell, "op": op, "threads": threads, "affinity": affinity, "affinity_requested": affinity, "gbps": value,
                          "oversubscribed_cpus": 0, "memory_nodes": str(list(range(nodes)))})  # fmt: skip
     return pd.DataFrame(cells), pd.DataFrame(runs)
 
@@ -146,7 +146,7 @@ def ornl_finding(sizes: dict[str, list[float]]) -> dict:
     cells, runs = [], []
     for i, (size, values) in enumerate(sizes.items()):
         cell = f"s{i}"
-        cells.append({"experiment": "e", "cell": cell, "kernel": "stream", "op": "triad", "threads": 8, "affinity": "close",
+        cells.append({"experiment": "e", "cell": cell, "kernel": "stream", "op": "triad", "threads": 8, "affinity": "close", "affinity_requested": "close",
                       "size_requested": size, "size_bytes": 2 ** (30 + 2 * i), "n_ok": 3, "gbps_median": float(np.median(values))})  # fmt: skip
         runs += [{"experiment": "e", "cell": cell, "op": "triad", "gbps": v, "memory_nodes": "[0, 1]"} for v in values]
     return answers.bandwidth_answer("ornl", pd.DataFrame(cells), pd.DataFrame(runs), None, pd.DataFrame(), 16)

@@ -3,8 +3,8 @@
 (asked, column, columns), never by a literal "<knob>_requested", and asks
 membench.plan.families by trait (metric, pairs, idle_latency, one), never
 by comparing a kernel with a family's name. Read from the source itself,
-with no exceptions besides the tables and the record schema's migrations (a
-stored version's keys and families are its history, not the table's). The
+with no exceptions besides the tables (the record versions' steps ask them
+too: a step writes the keys the next version has). The
 published references name membench's families as data
 (references/quantities.yaml), which their reader and writer ask."""
 
@@ -19,18 +19,11 @@ from membench.plan import families, knobs
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "workflow" / "scripts"
 ASKED = "_requested"
-# Where a record key may be spelled: the table, and the record schema's
-# migration of version-1 records (membench.core.record_schema._from_v1).
-ALLOWED = {
-    SCRIPTS / "membench" / "plan" / "knobs.py",
-    SCRIPTS / "membench" / "core" / "record_schema.py",
-}
-# Where a family may be named in a question: its tables and the record
-# schema's migrations.
-FAMILY_ALLOWED = {
-    SCRIPTS / "membench" / "plan" / "families.py",
-    *ALLOWED,
-}
+# Where a record key may be spelled: the table alone (the record versions'
+# steps ask it too, membench.store.record_versions).
+ALLOWED = {SCRIPTS / "membench" / "plan" / "knobs.py"}
+# Where a family may be named in a question: its tables.
+FAMILY_ALLOWED = {SCRIPTS / "membench" / "plan" / "families.py", *ALLOWED}
 # A quoted string in a Snakemake file that ends as an asked key does.
 SNAKEMAKE_KEY = re.compile(r"""["'][A-Za-z0-9_]*_requested["']""")
 
@@ -123,7 +116,7 @@ def test_the_keys_on_disk_stay_as_stored():
     records and the record schema stay valid."""
     stated = {k.name: knobs.asked(k.name) for k in knobs.TABLE if k.record}
     assert stated == {
-        "kernel": "kernel", "variant": "variant", "threads": "threads_requested", "affinity": "affinity",
+        "kernel": "kernel", "variant": "variant", "threads": "threads_requested", "affinity": "affinity_requested",
         "policy": "policy_requested", "pages": "pages_requested", "init": "init", "size": "size_requested",
         "prefetch_distance": "prefetch_distance_requested", "load_delay": "load_delay_requested",
         "chase_group": "chase_group_requested", "ntimes": "ntimes", "chase_spacing": "chase_spacing_requested",

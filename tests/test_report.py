@@ -115,9 +115,9 @@ def colfax_html():
     rows = []
     for repeat in range(8):
         slow = repeat < 3
-        rows.append(record(experiment="colfax", cell="colfax/none", affinity="none", gbps=6.0 + repeat * 0.01 if slow else 10.0 + repeat * 0.01,
+        rows.append(record(experiment="colfax", cell="colfax/none", affinity="none", affinity_requested="none", gbps=6.0 + repeat * 0.01 if slow else 10.0 + repeat * 0.01,
                            cpus="[0, 0]" if slow else "[0, 1]", cpus_start="[0, 0]" if slow else "[0, 1]", repeat=repeat))  # fmt: skip
-        rows.append(record(experiment="colfax", cell="colfax/spread", affinity="spread", gbps=11.0 + repeat * 0.01,
+        rows.append(record(experiment="colfax", cell="colfax/spread", affinity="spread", affinity_requested="spread", gbps=11.0 + repeat * 0.01,
                            cpus="[0, 2]", cpus_start="[0, 2]", page_nodes='{"0": 0.5, "1": 0.5}', repeat=repeat))  # fmt: skip
     table = collect.records_table(rows, {"box": TOPOLOGY})
     cells = stats.summarise_cells(table)

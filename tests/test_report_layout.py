@@ -41,7 +41,7 @@ def chase_ns(working_set: int) -> float:
 def base(experiment: str, kernel: str, cell: str, repeat: int, **values) -> dict:
     record = dict(
         system=SYSTEM, experiment=experiment, cell=f"{experiment}/{cell}", kernel=kernel, variant="default",
-        op="triad", threads_requested=1, threads=1, affinity="close", policy_requested="default", policy="default",
+        op="triad", threads_requested=1, threads=1, affinity="close", affinity_requested="close", policy_requested="default", policy="default",
         pages="4k", init="parallel", size_requested="auto", size_bytes=2**28, load_delay_requested=0,
         chase_group_requested=math.nan, chase_spacing_requested=math.nan, status="ok", reason=None, repeat=repeat,
         gbps=math.nan, gbps_wa=math.nan, ns_per_load=math.nan, working_set_bytes=math.nan, core_ghz=math.nan,
@@ -60,7 +60,7 @@ def records(repeats: dict[str, int]) -> pd.DataFrame:
                                         (64, "close", 172.0), (64, "spread", 181.0)):  # fmt: skip
             for op, share in (("copy", 0.92), ("scale", 0.92), ("add", 1.0), ("triad", 1.0)):
                 rows.append(base("stream_affinity", "stream", f"t{threads}_{affinity}", r, op=op, threads=threads,
-                                 threads_requested=threads if threads == 1 else "all", affinity=affinity,
+                                 threads_requested=threads if threads == 1 else "all", affinity=affinity, affinity_requested=affinity,
                                  gbps=gbps * share * wobble[r % 8], gbps_wa=gbps * share * 1.4 * wobble[r % 8]))  # fmt: skip
     for r in range(repeats["readonly_ladder"]):
         for v in range(1, 16):

@@ -135,9 +135,9 @@ def placement_study(gbps: dict[str, list[float]], threads: int = 16) -> dict:
     cells, runs = [], []
     for affinity, values in gbps.items():
         cell = f"stream_t{threads}_{affinity}"
-        cells.append({"experiment": "e", "cell": cell, "kernel": "stream", "op": "copy", "threads": threads, "affinity": affinity,
+        cells.append({"experiment": "e", "cell": cell, "kernel": "stream", "op": "copy", "threads": threads, "affinity": affinity, "affinity_requested": affinity,
                       "variant": "default", "n_ok": len(values), "gbps_median": float(np.median(values))})  # fmt: skip
-        runs += [{"experiment": "e", "cell": cell, "op": "copy", "threads": threads, "affinity": affinity, "gbps": v,
+        runs += [{"experiment": "e", "cell": cell, "op": "copy", "threads": threads, "affinity": affinity, "affinity_requested": affinity, "gbps": v,
                   "oversubscribed_cpus": 0} for v in values]  # fmt: skip
     return answers.bandwidth_answer("colfax", pd.DataFrame(cells), pd.DataFrame(runs), None, pd.DataFrame(), cpus=64)
 

@@ -17,8 +17,7 @@ import yaml
 from membench import SCHEMA_VERSION
 from membench.store import collect
 from membench.plan import checks
-from membench.core import record_schema
-from membench.store import stored
+from membench.store import record_versions, stored
 from membench.plan import variants
 
 REPO = Path(__file__).resolve().parents[1]
@@ -195,11 +194,11 @@ def test_a_renamed_experiment_with_the_same_request_is_accepted(study):
 def test_older_records_are_migrated_in_memory():
     v1 = {"schema": 1, "kernel": "chase", "page_group": 16, "page_group_bytes": 65536, "working_set_bytes": 4096,
           "loads": 100, "seconds": [1.0, 1.0], "cycle_length": 64}  # fmt: skip
-    out = record_schema.migrate(v1)
+    out = record_versions.migrate(v1)
     assert out["schema"] == SCHEMA_VERSION and out["migrated_from"] == 1 and "page_group" not in out
     assert out["group_bytes"] == 4096 and out["group_full"] is False and out["cycle_walks"] == 100 * 2 / 64
     assert v1["schema"] == 1 and "page_group" in v1  # the record read is unchanged
-    assert record_schema.problems({"schema": 0}) == ["record schema version 0 is older than 1 and cannot be read"]
+    assert record_versions.problems({"schema": 0}) == ["record schema version 0 is older than 1 and cannot be read"]
 
 
 @pytest.mark.skipif(not (DEV16 / "runs").is_dir(), reason="no ../shared/data/dev16")
@@ -275,8 +274,8 @@ LOADED = {
 
 def test_a_v1_chase_states_its_group_as_requested():
     v1 = {"schema": 1, "kernel": "loaded", "page_group": 16, "working_set_bytes": 4096}
-    assert record_schema.migrate(v1)["chase_group_requested"] == 65536  # 16 pages of 4 KiB, never capped
-    assert "chase_group_requested" not in record_schema.migrate({"schema": 1, "kernel": "stream"})
+    assert record_versions.migrate(v1)["chase_group_requested"] == 65536  # 16 pages of 4 KiB, never capped
+    assert "chase_group_requested" not in record_versions.migrate({"schema": 1, "kernel": "stream"})
 
 
 def test_runs_under_an_earlier_cell_id_are_shown_with_the_group_they_state(tmp_path):

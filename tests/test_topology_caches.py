@@ -26,7 +26,7 @@ TOPOLOGY = {
 def run(cell, size, cpus, gbps, **extra):
     return {
         "system": "box", "experiment": "e", "cell": cell, "kernel": "stream", "variant": "default", "op": "triad",
-        "threads_requested": len(cpus), "threads": len(cpus), "affinity": "close", "policy_requested": "default",
+        "threads_requested": len(cpus), "threads": len(cpus), "affinity": "close", "affinity_requested": "close", "policy_requested": "default",
         "policy": "default", "pages": "4k", "init": "parallel", "size_requested": size, "size_bytes": size, "arrays": 3,
         "status": "ok", "reason": None, "gbps": gbps, "gbps_wa": gbps * 4 / 3, "bytes_per_iter": 24, "bytes_per_iter_wa": 32,
         "bytes_read_per_iter": 24, "bytes_written_per_iter": 8, "cpus": cpus, "cpus_start": cpus, "page_nodes": {"0": 1.0},

@@ -213,7 +213,7 @@ def one_run(cell: grammar.Cell, machine: Machine, system: str, repeat: int, cloc
         "size_bytes": size, "size_requested": cell.size, "repeat": repeat, "load_delay_requested": 0,
         "prefetch_distance_requested": "variant", "ntimes": cell.ntimes, "features": features,
         "host": system, "node_name": system, "membench_version": "synthetic", "synthetic": True,
-        "request_digest": rounds.digest(request), "affinity_resolved": cell.affinity,
+        "request_digest": rounds.digest(request), "affinity_requested": cell.affinity,
         "memory_nodes": list(range(machine.packages)), "chase_group_requested": None, "t_start": clock[0],
         "t_end": clock[0],
     }  # fmt: skip

@@ -17,7 +17,7 @@
 #include "table.h"
 #include "timing.h"
 
-#define MB_SCHEMA 3
+#define MB_SCHEMA 4
 #define MB_MIN_TICKS 20         /* warn below this many timer ticks */
 
 /* Where a record comes from: host, process, build and the binding

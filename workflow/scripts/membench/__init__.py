@@ -5,4 +5,4 @@ without Snakemake.
 """
 
 __version__ = "0.1.0"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4

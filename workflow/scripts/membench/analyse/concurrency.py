@@ -22,7 +22,7 @@ from membench.plan import families, knobs, latency_sweep
 from membench.core.text import percent
 
 # The record keys of the knobs a latency's placement and curve are told by, as asked.
-POLICY, GROUP, SPACING = (knobs.asked(name) for name in ("policy", "chase_group", "chase_spacing"))
+POLICY, GROUP, SPACING, AFFINITY = (knobs.asked(name) for name in ("policy", "chase_group", "chase_spacing", "affinity"))
 
 LATENCY_KERNEL, LATENCY_OP = families.idle_latency()
 
@@ -66,7 +66,7 @@ def placement_key(policy: str, affinity: str) -> str:
 
 
 def _placements(cells: pd.DataFrame) -> pd.Series:
-    return pd.Series([placement_key(p, a) for p, a in zip(cells[POLICY], cells["affinity"])], index=cells.index)
+    return pd.Series([placement_key(p, a) for p, a in zip(cells[POLICY], cells[AFFINITY])], index=cells.index)
 
 
 PAGE_BYTES = {"4k": 4096, "thp": 2**21, "hugetlb-2m": 2**21, "hugetlb-1g": 2**30}
@@ -375,7 +375,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int], llc_b
     bandwidth = cells[cells["kernel"].isin(families.named(lambda f: f.bandwidth)) & (cells["n_ok"] > 0)]
     rows = []
     for row in bandwidth.itertuples():
-        placement = placement_key(getattr(row, POLICY), row.affinity)
+        placement = placement_key(getattr(row, POLICY), getattr(row, AFFINITY))
         traffic = read_traffic(row)
         latency = _match(latencies, row.system, placement, row.pages)
         out = {
@@ -385,7 +385,7 @@ def effective_concurrency(cells: pd.DataFrame, line_bytes: dict[str, int], llc_b
             "variant": row.variant,
             "op": row.op,
             "threads": row.threads,
-            "affinity": row.affinity,
+            "affinity": getattr(row, AFFINITY),
             "placement": placement,
             "pages": row.pages,
             "gbps": row.gbps_mean,

@@ -36,7 +36,7 @@ MEMORY = "memory"
 # The memory plateau begins "well before" the sysfs LLC at this share of it or below.
 WELL_BEFORE = 0.5
 # The record keys of the knobs a chase curve is chosen by, as asked.
-POLICY, GROUP, SPACING = (knobs.asked(name) for name in ("policy", "chase_group", "chase_spacing"))
+POLICY, GROUP, SPACING, AFFINITY = (knobs.asked(name) for name in ("policy", "chase_group", "chase_spacing", "affinity"))
 
 
 def cache_levels(topology: dict) -> list[tuple[str, int]]:
@@ -157,10 +157,10 @@ def matrix_memory_rows(cells: pd.DataFrame, system: str) -> dict[str, dict[str, 
     measured."""
     kernel, op = families.idle_latency()
     chase = cells[(cells["system"] == system) & (cells["kernel"] == kernel) & (cells["op"] == op) & (cells["n_ok"] > 0)]
-    if chase.empty or "ns_median" not in chase or "affinity" not in chase:
+    if chase.empty or "ns_median" not in chase or AFFINITY not in chase:
         return {}
     chase = chase.reset_index(drop=True)
-    cpu = chase["affinity"].astype(str).str.extract(r"^node:(\d+)$")[0]
+    cpu = chase[AFFINITY].astype(str).str.extract(r"^node:(\d+)$")[0]
     mem = chase[POLICY].astype(str).str.extract(r"^bind:(\d+)$")[0]
     pairs = chase[cpu.notna() & mem.notna()].assign(cpu_node=cpu, memory_node=mem)
     if pairs.empty:

@@ -134,7 +134,7 @@ def experiment_matrices(
 
 
 def _one_matrix(system: str, title: str, metric: str, group: pd.DataFrame, topology: dict | None) -> NodeMatrix:
-    group = group.assign(row=group["affinity"].map(lambda a: _node_key(a, "node")))
+    group = group.assign(row=group[knobs.asked("affinity")].map(lambda a: _node_key(a, "node")))
     group = group.assign(column=group[knobs.asked("policy")].map(lambda p: _node_key(p, "bind")))
     rows = sorted(set(group["row"].tolist()), key=_sort_key)
     columns = sorted(set(group["column"].tolist()), key=_sort_key)

@@ -19,6 +19,8 @@ OBTAINED_KEYS = ["threads", "size_bytes", "policy"]
 # Axes that tell series apart in figures and table rows (threads and op have
 # their own place).
 SERIES_AXES = ["system", *knobs.series_columns()]  # the knob table's series axes, per system
+# a series named by its affinity alone is named by its value
+AFFINITY = knobs.column("affinity")
 
 
 def add_series(table: pd.DataFrame, axes: list[str] = SERIES_AXES) -> pd.DataFrame:
@@ -26,9 +28,9 @@ def add_series(table: pd.DataFrame, axes: list[str] = SERIES_AXES) -> pd.DataFra
     varying = [a for a in axes if a in table and table[a].nunique(dropna=False) > 1]
     table = table.copy()
     if not varying:
-        table["series"] = table["affinity"].astype(str) if "affinity" in table else "all"
-    elif varying == ["affinity"]:
-        table["series"] = table["affinity"].astype(str)
+        table["series"] = table[AFFINITY].astype(str) if AFFINITY in table else "all"
+    elif varying == [AFFINITY]:
+        table["series"] = table[AFFINITY].astype(str)
     else:
         table["series"] = table[varying].astype(str).apply(
             lambda row: ", ".join(f"{knobs.knob_word(a)}={v}" for a, v in row.items()), axis=1

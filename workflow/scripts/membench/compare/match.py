@@ -6,9 +6,9 @@ records are read through membench.store.collect (checked against the record
 contract, placement classes from topology.json); summary CSVs never are.
 
 Cells match on their knobs (KNOBS, plus any other key stating a knob as
-asked, membench.plan.knobs.states_asked, that the records of both sides carry), never on file, cell or experiment
-names; --ignore drops knobs from the match (to compare 4k against thp, or
-close against spread). For each matched cell, op (and working set) and
+asked, membench.plan.knobs.states_asked, that the records of both sides
+carry), never on file, cell or experiment names; --ignore drops knobs from
+the match (to compare 4k against thp, or close against spread). For each matched cell, op (and working set) and
 metric the statistics of membench.compare.verdicts; the cells whose verified
 placement differs between the sides are marked, and a multimodal cell is
 compared per placement class when recorded placement explains its modes
@@ -217,7 +217,8 @@ def _ambiguous(side: Side, keys: pd.Series, ignore: list[str]) -> list[str]:
             continue
         counts = side.table[knob].astype(str).groupby(keys).nunique()
         if (counts > 1).any():
-            problems.append(f"{side.label} has cells that differ only in {knob}: ignoring {knob} would pool them")
+            word = knob_table.knob_word(knob)
+            problems.append(f"{side.label} has cells that differ only in {word}: ignoring {word} would pool them")
     return problems
 
 
@@ -271,7 +272,8 @@ def _label(side: Side, group: pd.DataFrame, column: str) -> str:
 def compare_sides(base: Side, new: Side, *, ignore: list[str]) -> dict:
     """The row groups of one pair of systems (each matched cell and metric,
     then its placement-class rows; statistics not yet computed: decide()
-    does), its unmatched cells and notes."""
+    does), its unmatched cells and notes. ignore: the columns left out of
+    the match (membench.plan.knobs.column_named of the user's words)."""
     for side in (base, new):  # a sweep is compared per hierarchy level, not per point (README)
         levels = sweep_levels(side.table, side.topology)
         if levels.notna().any():
@@ -323,7 +325,7 @@ def compare_sides(base: Side, new: Side, *, ignore: list[str]) -> dict:
     if unmatched:
         b_only = b_table[b_ok_mask & ~b_keys.isin(set(n_groups))]
         n_only = n_table[n_ok_mask & ~n_keys.isin(set(b_groups))]
-        changed = differing_knobs(b_only, n_only, knobs)
+        changed = [knob_table.knob_word(k) for k in differing_knobs(b_only, n_only, knobs)]
         if changed:
             notes.append(f"the unmatched cells of the two sides differ in {', '.join(changed)}: to compare them, "
                          f"leave it out of the match (IGNORE={','.join(changed)}, --ignore {','.join(changed)})")  # fmt: skip

@@ -23,6 +23,7 @@ from membench.compare import upfront
 from membench.core.atomic_files import write_text_atomic
 from membench.compare.rows import interval_text, spread_text, verdict_text, what_text
 from membench.core.text import DASH, percent, significant
+from membench.plan import knobs
 
 JSON_SCHEMA = 1
 METHOD = (
@@ -180,7 +181,7 @@ def run_compare(base: str, new: str, out: Path, *, threshold: float = 0.02, conf
             (b_side, b_n), (n_side, n_n) = without_disturbed(b_side), without_disturbed(n_side)
             disturbed = {b_side.label: b_n, n_side.label: n_n}
         system_notes_here = [*system_notes, disturbed_note(disturbed, keep_disturbed)]
-        found = match.compare_sides(b_side, n_side, ignore=list(ignore))
+        found = match.compare_sides(b_side, n_side, ignore=[knobs.column_named(word) for word in ignore])
         gone = {cell for cells in lost.values() for cell in cells}
         unmatched = [u for u in found["unmatched"] if u["cell"] not in gone]
         for cell in sorted(gone):

@@ -1,6 +1,6 @@
 """The record contract as a JSON Schema (workflow/schemas/record.schema.yaml):
-loading it once, migrating older records in memory, and saying what in a
-record breaks it.
+loading it once and saying what in a record of this version breaks it
+(older versions are migrated first, by membench.store.record_versions).
 
 Speed: a study of 27,000 repetitions holds ~100,000 records, at 120
 threads with lists of 120 CPU ids each. They are checked by a validator
@@ -32,13 +32,6 @@ from membench import SCHEMA_VERSION
 from membench.core import paths
 
 SCHEMA_FILE = paths.RECORD_SCHEMA
-
-V1_PAGE_BYTES = 4096  # the version-1 chase grouped 4 KiB pages
-
-
-class SchemaVersionError(ValueError):
-    pass
-
 
 @functools.cache
 def schema(stored: bool = True) -> dict:
@@ -176,96 +169,11 @@ class Checker:
         return True
 
     def problems(self, record) -> list[str]:
-        """As problems(record), in the current version (migrated)."""
-        if type(record) is dict and type(record.get("schema")) is int and record["schema"] != SCHEMA_VERSION:
-            try:
-                record = migrate(record)
-            except SchemaVersionError as error:
-                return [str(error)]
+        """As problems(record): a record of this version (an older one is
+        migrated first by membench.store.record_versions)."""
         if type(record) is dict and self.valid(record):
             return []
         return problems(record, self.stored)
-
-
-def migrate(record: dict) -> dict:
-    """The record in the current version. Older versions are migrated as the
-    schema file's header documents (a new dict; the argument is unchanged);
-    a version newer than this membench is refused."""
-    version = record.get("schema")
-    if version == SCHEMA_VERSION or type(version) is not int:
-        return record  # the schema names a missing or wrong-typed version
-    if version > SCHEMA_VERSION:
-        raise SchemaVersionError(
-            f"record schema version {version} is newer than this membench's {SCHEMA_VERSION}: "
-            f"read it with the membench that wrote it (or a newer one)"
-        )
-    if version < 1:
-        raise SchemaVersionError(f"record schema version {version} is older than 1 and cannot be read")
-    out = dict(record)
-    for step in range(version, SCHEMA_VERSION):
-        out = MIGRATIONS[step](out)
-    out["schema"] = SCHEMA_VERSION
-    out["migrated_from"] = version
-    return out
-
-
-def _from_v1(record: dict) -> dict:
-    """Version 1 -> 2 (a new dict; a step of migrate)."""
-    out = dict(record)
-    out["schema"] = 2
-    if "page_group" in out or "page_group_bytes" in out:
-        group = out.pop("page_group_bytes", None)
-        pages = out.pop("page_group", None)
-        if group is None and type(pages) is int:
-            group = pages * V1_PAGE_BYTES
-        if out.get("kernel") in ("chase", "loaded") and out.get("chase_group_requested") is None and group:
-            # the group the chase was asked for: the cell-id axis added
-            # later takes it (membench.store.claims), never today's default
-            out["chase_group_requested"] = group
-        if group is not None and type(out.get("working_set_bytes")) is int:
-            group = min(group, out["working_set_bytes"])
-        out.setdefault("group_bytes", group)
-        out.setdefault("group_full", None if group is None else False)
-    line = out.get("line_bytes")
-    if out.get("kernel") in ("chase", "loaded") and out.get("chase_spacing_requested") is None and type(line) is int:
-        # a version-1 chase put one pointer in every cache line (the spacing
-        # axis came later, at one per 256 B): the spacing is the line size
-        out["chase_spacing_requested"] = line
-        out.setdefault("pointer_spacing_bytes", line)
-    if out.get("kernel") in ("chase", "loaded") and "cycle_walks" not in out:
-        loads, seconds, cycle = out.get("loads"), out.get("seconds"), out.get("cycle_length")
-        ok = type(loads) is int and type(seconds) is list and type(cycle) is int and cycle > 0
-        out["cycle_walks"] = loads * len(seconds) / cycle if ok else None
-    return out
-
-
-# What a version-2 record lacks: its disturbance was not recorded (null),
-# which is never read as "quiet" (membench.core.disturbance).
-V2_DISTURB_KEYS = ("disturb_timed_s", "disturb_nivcsw", "disturb_wait_s", "disturb_steal_s", "disturb_steal_cpus",
-                   "disturb_others_running", "disturb_core_ghz")  # fmt: skip
-V2_C2C_KEYS = ("sample_switched", "samples_switched", "handoff_basis", "handoff_all_ns")
-
-
-def _from_v2(record: dict) -> dict:
-    """Version 2 -> 3 (a new dict; a step of migrate): the disturbance
-    keys as null ("not recorded") in every record of a process that ran;
-    c2c's per-sample keys likewise, and its median over all samples is
-    the one it had."""
-    out = dict(record)
-    out["schema"] = 3
-    if "host" in out:  # a harness wrote it (placeholders carry no harness keys)
-        for key in V2_DISTURB_KEYS:
-            out.setdefault(key, None)
-        if out.get("kernel") == "c2c":
-            out.setdefault("handoff_all_ns", out.get("handoff_ns"))
-            for key in V2_C2C_KEYS:
-                out.setdefault(key, None)
-    return out
-
-
-# migrate's steps: version -> the function that lifts a record from it to
-# the next version (each composes with the others; a new version adds one)
-MIGRATIONS = {1: _from_v1, 2: _from_v2}
 
 
 def _where(error: jsonschema.ValidationError) -> str:
@@ -297,15 +205,12 @@ def _describe(error: jsonschema.ValidationError) -> list[str]:
 
 
 def problems(record, stored: bool = True) -> list[str]:
-    """What in one record breaks the schema (empty when nothing), after
-    migrating an older version; a version this membench cannot read is one
-    problem naming it."""
+    """What in one record of this version breaks the schema (empty when
+    nothing); a record of another version is said to be one."""
     if type(record) is not dict:
         return [f"a record must be a JSON object, not {type(record).__name__}"]
-    try:
-        record = migrate(record)
-    except SchemaVersionError as error:
-        return [str(error)]
+    if type(record.get("schema")) is int and record["schema"] != SCHEMA_VERSION:
+        return [version_problem(record["schema"])]
     fast, full = _validators(stored)
     try:
         fast(record)
@@ -319,6 +224,14 @@ def problems(record, stored: bool = True) -> list[str]:
             if where not in said:  # one line per key (its first broken rule)
                 said.add(where)
                 found.append(line)
-    if record.get("schema", SCHEMA_VERSION) != SCHEMA_VERSION and type(record.get("schema")) is int:
-        found.append(f"schema {record['schema']} is not {SCHEMA_VERSION}")
     return found or ["rejected by the record schema"]
+
+
+def version_problem(version: int) -> str:
+    """Why a record of another version is not one of this version's."""
+    if version > SCHEMA_VERSION:
+        return (f"record schema version {version} is newer than this membench's {SCHEMA_VERSION}: "
+                f"read it with the membench that wrote it (or a newer one)")  # fmt: skip
+    if version < 1:
+        return f"record schema version {version} is older than 1 and cannot be read"
+    return f"record schema version {version} is not {SCHEMA_VERSION}: membench.store.record_versions migrates it"

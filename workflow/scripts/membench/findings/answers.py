@@ -27,7 +27,9 @@ from membench.plan import families, knobs
 # threads: the threads the harness ran (the other axes as asked).
 SIZE = knobs.asked("size")
 AXES = [knobs.column("variant"), "threads", *knobs.columns("affinity", "policy", "pages", "init", "size", "load_delay")]
-AXIS_WORDS = {knobs.asked("policy"): "policy", SIZE: "size", knobs.asked("load_delay"): "delay"}
+AFFINITY = knobs.column("affinity")
+# How labels name an axis (else by its knob: membench.plan.knobs.knob_word).
+AXIS_WORDS = {SIZE: "size", knobs.asked("load_delay"): "delay"}
 # What each paper asks (MISSION.md).
 QUESTIONS = {
     "colfax": "What does thread placement change, in the mean and in the spread?",
@@ -51,12 +53,16 @@ FEATURES = {
 }
 
 
+def _axis_word(axis: str) -> str:
+    return AXIS_WORDS.get(axis, knobs.knob_word(axis))
+
+
 def _level_text(axis: str, value) -> str:
     if axis == "threads":
         return f"{int(value)} thread{'s' if int(value) != 1 else ''}"
     if axis == SIZE:
         return size_text(float(value)) if str(value).replace(".", "", 1).isdigit() else str(value)
-    return f"{AXIS_WORDS.get(axis, axis)} {value}"
+    return f"{_axis_word(axis)} {value}"
 
 
 def metric_of(kernel: str) -> tuple[str, str]:
@@ -123,9 +129,10 @@ def comparisons(cells: pd.DataFrame, runs: pd.DataFrame, axis: str, column: str,
             row = group[group[axis] == level].iloc[0]
             result = evidence.effect(_runs_of(runs, first["cell"], op, column), _runs_of(runs, row["cell"], op, column),
                                      higher_is_better(column))  # fmt: skip
-            label = f"{AXIS_WORDS.get(axis, axis)} {start} → {level}" + (f" at {where}" if where else "") + (f", {op}" if isinstance(op, str) else "")
-            at_levels = {a: str(first[a]) for a in _varying(cells) if a != axis}
-            out.append({**detail(label, result, [first["cell"], row["cell"]]), "axis": axis, "base": str(start),
+            label = f"{_axis_word(axis)} {start} → {level}" + (f" at {where}" if where else "") + (f", {op}" if isinstance(op, str) else "")
+            # findings name an axis by its knob, never by a record key
+            at_levels = {knobs.knob_word(a): str(first[a]) for a in _varying(cells) if a != axis}
+            out.append({**detail(label, result, [first["cell"], row["cell"]]), "axis": knobs.knob_word(axis), "base": str(start),
                         "level": str(level), "op": op, "at": where, "at_levels": at_levels})  # fmt: skip
     return out
 
@@ -158,8 +165,8 @@ def _spread_details(cells: pd.DataFrame, runs: pd.DataFrame, column: str, ops: l
         named = f", {op}" if len(ops) > 1 else ""
         enough = len(values) >= evidence.MIN_RUNS  # a spread, like any interval, from 3 runs on
         status = "decided" if enough else evidence.runs_needed_text(evidence.MIN_RUNS - len(values), per_arm=False)
-        out.append({"label": f"spread {_level_text('affinity', row.affinity)}, {_level_text('threads', row.threads)}{named}",
-                    "affinity": str(row.affinity), "threads": int(row.threads), "op": op,
+        out.append({"label": f"spread {_level_text(AFFINITY, getattr(row, AFFINITY))}, {_level_text('threads', row.threads)}{named}",
+                    "affinity": str(getattr(row, AFFINITY)), "threads": int(row.threads), "op": op,
                     "value": cv, "unit": "cv", "n": len(values), "interval": [float(values.min()), float(values.max())] if enough else None,
                     "interval_kind": "minimum–maximum of runs (GB/s)" if enough else None, "decided": enough, "status": status,
                     "cells": [row.cell], "text": f"run-to-run spread {percent(cv, 1)} (n={len(values)})" + ("" if enough else f", {status}")})  # fmt: skip
@@ -213,9 +220,9 @@ def placement_answer(cells: pd.DataFrame, runs: pd.DataFrame, modes: pd.DataFram
     variation); modes a recorded factor explains; placements on the same CPUs."""
     column, _ = metric_column(families.BANDWIDTH)
     ops = _ops(cells)
-    if "affinity" not in _varying(cells):
+    if AFFINITY not in _varying(cells):
         return scaling_answer("colfax", cells, runs)
-    effects = comparisons(cells, runs, "affinity", column, base="none")
+    effects = comparisons(cells, runs, AFFINITY, column, base="none")
     top = cells["threads"].max()
     shown = [e for e in effects if e["op"] == ops[-1] and float(e["at_levels"].get("threads", top)) == float(top)]
     main = next((e for e in shown if e["level"] == "spread"), shown[0] if shown else None)
@@ -231,14 +238,15 @@ def placement_answer(cells: pd.DataFrame, runs: pd.DataFrame, modes: pd.DataFram
                                     higher_is_better(column))  # fmt: skip
                 if e["value"] is None:
                     continue
-                label = f"same CPUs: affinity {a.affinity} → {b.affinity} at {int(threads)} threads, {ops[-1]}"
-                pairs.append({**detail(label, e, [a.cell, b.cell]), "axis": "affinity", "base": str(a.affinity),
-                              "level": str(b.affinity), "op": ops[-1], "at": "same CPUs",
+                before, after = getattr(a, AFFINITY), getattr(b, AFFINITY)
+                label = f"same CPUs: affinity {before} → {after} at {int(threads)} threads, {ops[-1]}"
+                pairs.append({**detail(label, e, [a.cell, b.cell]), "axis": "affinity", "base": str(before),
+                              "level": str(after), "op": ops[-1], "at": "same CPUs",
                               "at_levels": {"threads": str(threads)}, "one_node": _one_node(runs, [a.cell, b.cell], nodes)})  # fmt: skip
         if pairs:
             details += pairs
             widest = _decided_first(pairs)[0]
-            names = ", ".join(str(r.affinity) for r in rows)
+            names = ", ".join(str(getattr(r, AFFINITY)) for r in rows)
             same = main is not None and {main["base"], main["level"]} == {widest["base"], widest["level"]}
             change = "" if same else f"; {widest['base']} → {widest['level']} {evidence.change_text(widest)}"
             text += (f"; {names} each put one thread on every one of the {cpus} CPUs{change}"

@@ -90,7 +90,7 @@ def _bandwidth_entry(row: pd.Series, standing: str) -> dict:
         "traffic_gbps": float(row["traffic_median"]) if _known(row["traffic_median"]) else None,
         "op": row["op"],
         "threads": int(row["threads"]),
-        "affinity": row["affinity"],
+        "affinity": row[knobs.asked("affinity")],
         "pages": row["pages"],
         "placement": _placement_text(row),
         "runs": row_runs(row),
@@ -217,7 +217,7 @@ def loaded_near(cells: pd.DataFrame, placement: str, pages: str, read_gbps: floa
     if "ns_median" not in cells or not _known(read_gbps):
         return None
     loaded = cells[cells["kernel"].isin(LOADED) & cells["ns_median"].notna() & (cells["pages"] == pages)]
-    loaded = loaded[[placement_key(p, a) == placement for p, a in zip(loaded[knobs.asked("policy")], loaded["affinity"])]]
+    loaded = loaded[[placement_key(p, a) == placement for p, a in zip(loaded[knobs.asked("policy")], loaded[knobs.asked("affinity")])]]
     if loaded.empty:
         return None
     reads = loaded.apply(read_traffic, axis=1).astype(float)

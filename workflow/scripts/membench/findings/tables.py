@@ -43,6 +43,8 @@ def _feature_text(value) -> str:
 # version's row is split by them instead of averaging over them.
 # threads: the threads the harness ran; the other knobs as asked.
 VERSION_SPLIT = ["threads", *knobs.asked_keys("affinity", "policy", "pages", "init", "size", "prefetch_distance")]
+# the placements the Colfax table sets side by side, as asked
+AFFINITY = knobs.asked("affinity")
 
 
 def _by_version(frame: pd.DataFrame, axes: list[str] = VERSION_SPLIT):
@@ -246,7 +248,7 @@ def affinity_change_table(cells: pd.DataFrame, before: str = "none", after: str 
     (none) against explicit affinity (spread): mean, std and min over the
     repetitions. None when the experiment lacks either affinity."""
     ok = cells[cells["n_ok"] > 0]
-    if not {before, after} <= set(ok["affinity"]):
+    if not {before, after} <= set(ok[AFFINITY]):
         return None
     axes = [a for a in ["system", *knobs.series_columns(leaving=("affinity",))] if a in ok]
     varying = [a for a in axes if ok[a].nunique(dropna=False) > 1]
@@ -254,8 +256,8 @@ def affinity_change_table(cells: pd.DataFrame, before: str = "none", after: str 
     several = bool(varying)
     rows = []
     for (series, op, threads), part in others.groupby(["series", "op", "threads"], sort=False):
-        first = part[part["affinity"] == before]
-        second = part[part["affinity"] == after]
+        first = part[part[AFFINITY] == before]
+        second = part[part[AFFINITY] == after]
         if first.empty or second.empty:
             continue
         a, b = first.iloc[0], second.iloc[0]

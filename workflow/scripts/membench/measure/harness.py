@@ -197,8 +197,7 @@ def _placeholder_records(request: Request, resolved: dict, status: str, reason: 
             "variant": request.variant,
             "op": op,
             "threads": resolved["threads"],
-            "affinity": request.affinity,
-            "affinity_resolved": resolved.get("affinity", request.affinity),
+            "affinity": resolved.get("affinity", request.affinity),
             "policy": resolved["policy"],
             "pages": request.pages,
             "init": request.init,
@@ -329,12 +328,10 @@ def _label(record: dict, request: Request, topo: dict, fit: memory.Fit | None, *
     the request, the cell, where and by what it was measured, and the
     caller's `extra` keys."""
     record.update(fit.record if fit else {})
-    # Requested knobs under their contract names; what they resolved to
-    # on this host beside them (policy keeps the resolved value, as the
-    # harness applied it, and policy_requested the request).
-    record["affinity_resolved"] = record.get("affinity_resolved", record["affinity"])
+    # The knobs as asked (affinity_requested, policy_requested, ...) beside
+    # the values the harness was handed, which keep their bare names.
     record.update(
-        # affinity, threads_requested, ..., the variant's declared
+        # affinity_requested, threads_requested, ..., the variant's declared
         # feature columns (kernels/families/variants.yaml): the knob table's
         **request.as_recorded(),
         experiment=experiment,

@@ -219,8 +219,8 @@ TABLE = (
          matched=True, written_by=HARNESS),
     Knob("threads", 1, request="threads", option="threads", record="threads_requested", matched=True,
          in_id=IdPart("t", UNPAIRED), by_pair=True),
-    Knob("affinity", "none", request="affinity", option="affinity", record="affinity", series=True, matched=True,
-         parse=canonical_affinity, in_id=IdPart(where=UNPAIRED), by_pair=True),
+    Knob("affinity", "none", request="affinity", option="affinity", record="affinity_requested", series=True,
+         matched=True, parse=canonical_affinity, in_id=IdPart(where=UNPAIRED), by_pair=True),
     Knob("policy", "default", request="policy", option="policy", record="policy_requested", series=True,
          matched=True, in_id=IdPart()),
     # "variant": the pages the variant declares (the request's `pages`)
@@ -286,7 +286,8 @@ ASKED = "_requested"
 
 def asked(name: str) -> str:
     """The record key that states knob `name` as asked ("policy_requested",
-    "pages_requested"; "affinity", which the harness echoes as asked)."""
+    "affinity_requested"), beside the value handed to the harness under
+    the bare name ("policy", "affinity")."""
     key = BY_NAME[name].record
     if key is None:
         raise KeyError(f"no record states the knob {name!r}")
@@ -301,6 +302,12 @@ def column(name: str) -> str:
     if shown is None:
         raise KeyError(f"no record column shows the knob {name!r}")
     return shown
+
+
+def column_named(word: str) -> str:
+    """The column of the knob a person names ("affinity", "policy"), or the
+    word itself where no knob is so named (a column named as it is)."""
+    return column(word) if word in BY_NAME and BY_NAME[word].shown_as else word
 
 
 def columns(*names: str) -> list[str]:

@@ -40,8 +40,8 @@ import jsonschema
 import yaml
 from rocrate.rocrate import ROCrate
 
-from membench.core import layout, record_schema
-from membench.store import crate_profile, stored
+from membench.core import layout
+from membench.store import crate_profile, record_versions, stored
 from membench.store.bundle import crate_id, is_built, member_name
 
 METADATA = "ro-crate-metadata.json"
@@ -257,7 +257,7 @@ def member_lines(archive: zipfile.ZipFile, name: str):
         yield number + 1, tail, False
 
 
-def record_problem(archive: zipfile.ZipFile, name: str, checker: record_schema.Checker) -> str | None:
+def record_problem(archive: zipfile.ZipFile, name: str, checker: record_versions.Checker) -> str | None:
     """The first thing wrong in a repetition file, read as a results
     folder's are (membench.store.stored.read_run_file); an empty file
     holds no record to refuse (the results folder it came from says so)."""
@@ -349,7 +349,7 @@ def content_problem(archive: zipfile.ZipFile, listed: dict[str, dict], findings_
     """Every listed file there with its sha256 and size, nothing unlisted,
     and the records and JSON objects readable (the module's docstring)."""
     names = {n for n in archive.namelist() if not n.endswith("/")}
-    checker = record_schema.Checker()
+    checker = record_versions.Checker()
     for name, properties in sorted(listed.items()):
         if name not in names:
             return f"{name}: listed in the crate but missing"

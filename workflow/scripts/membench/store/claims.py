@@ -4,7 +4,7 @@ A file is claimed by the config cell whose id names its folder. A file
 stored by an earlier membench, whose cell id predates an axis added later
 (the chase group: `…_s1073741824`, no `_g…`), is migrated: the axis takes
 the value its records state (a v1 record's page_group_bytes, migrated to
-chase_group_requested by membench.core.record_schema), so the cell is shown
+chase_group_requested by membench.store.record_versions), so the cell is shown
 with its real value named, under its experiment - never as the config's
 default. Whatever is left is "stored but not shown", each file with its
 reason: said on the terminal and in the report, never dropped in silence.
@@ -19,9 +19,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from membench.core import layout, record_schema, results_files
+from membench.core import layout, results_files
 from membench.plan import knobs
 from membench.plan.grammar import Cell
+from membench.store import record_versions
 
 # Axes added to the cell id after records were first stored: the axis, the
 # kernels whose ids carry it (its families), and the record key stating its value.
@@ -43,8 +44,8 @@ def _stated(path: str, key: str):
     try:
         with results_files.open_binary(path, results_files.system_root(path)) as fh:
             line = fh.readline()
-        record = record_schema.migrate(json.loads(line))
-    except (OSError, ValueError, record_schema.SchemaVersionError):
+        record = record_versions.migrate(json.loads(line))
+    except (OSError, ValueError, record_versions.SchemaVersionError):
         return None
     return record.get(key) if type(record) is dict else None
 

@@ -44,7 +44,7 @@ RECORD_ONLY = ("cpus", "cpus_start", "cpus_bound", "cpu_nodes", "seconds", "dist
 
 # What placement_problems reads: the records of one process share it.
 PLACEMENT_KEYS = ("status", "policy", knobs.asked("policy"), "page_nodes", "cpu_nodes", "memory_nodes", "pages",
-                  "hugepage_fraction", "affinity", "affinity_resolved", "threads", "cpus", "cpus_bound")  # fmt: skip
+                  "hugepage_fraction", "affinity", "threads", "cpus", "cpus_bound")  # fmt: skip
 
 
 def _row(record: dict, texts: dict | None = None) -> dict:

@@ -35,7 +35,7 @@ HARNESS_SCRIPT = Path("workflow") / "scripts" / "measure_round.py"
 # name, the record's key). The harness clears every BINDING_ENV variable
 # and binds each thread itself, so the OMP_* values it saw are "unset" on a
 # run membench started; the affinity is the placement membench chose.
-SETTINGS = (("OMP_PROC_BIND", "omp_proc_bind"), ("OMP_PLACES", "omp_places"), ("affinity", "affinity_resolved"))
+SETTINGS = (("OMP_PROC_BIND", "omp_proc_bind"), ("OMP_PLACES", "omp_places"), ("affinity", "affinity"))
 UNSET = "unset"
 # The latest moment a record's time may name (year 9999): a later one (1e300)
 # is no time a run had, and datetime cannot write it.

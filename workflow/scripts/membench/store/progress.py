@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from membench.plan import node_pairs
-from membench.core import layout, record_schema, results_files
-from membench.store import stored
+from membench.core import layout, results_files
+from membench.store import record_versions, stored
 from membench.plan import rounds
 from membench.plan.grammar import Cell
 from membench.core.text import percent
@@ -97,7 +97,7 @@ def system_progress(cells: list[Cell], system: str, results: Path, variants_tabl
     runs = str(layout.runs_dir(results, system))
     cells = node_pairs.expand_pairs(cells, _topology(layout.topology_path(results, system)))
     done = damaged = 0
-    expected, checker = stored.Expected(cells, variants_table), record_schema.Checker()
+    expected, checker = stored.Expected(cells, variants_table), record_versions.Checker()
     for cell in cells:
         request = rounds.cell_request(cell, system, None, variants_table)  # once per cell; only "repeat" differs
         for k in range(cell.repeats):

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from membench import SCHEMA_VERSION
-from membench.core import layout, record_schema, results_files
+from membench.core import layout, results_files
 from membench.plan import knobs, rounds
 from membench.plan.grammar import Cell
+from membench.store import record_versions
 from membench.plan.families import applies
 
 MAX_SHOWN = 50
@@ -84,12 +85,12 @@ def _lines(path: Path, data: bytes, problems: list[str]) -> Iterator[tuple[int, 
         yield i + 1, line, i < last
 
 
-def read_run_file(path: str | Path, problems: list[str], checker: record_schema.Checker | None = None) -> list[tuple[int, dict]]:
+def read_run_file(path: str | Path, problems: list[str], checker: record_versions.Checker | None = None) -> list[tuple[int, dict]]:
     """(line number, record) of each line of one repetition file that is a
     JSON object meeting the record schema (older versions migrated); what
     is wrong with the others (and with the file) goes to `problems`."""
     path = Path(path)
-    checker = checker or record_schema.Checker()
+    checker = checker or record_versions.Checker()
     try:
         data = results_files.read_bytes(path, results_files.system_root(path))
     except results_files.UnsafeResultsFile as error:
@@ -126,7 +127,7 @@ def read_run_file(path: str | Path, problems: list[str], checker: record_schema.
         if wrong:
             problems += [f"{path}:{number}: {p}" for p in wrong]
             continue
-        found.append((number, record_schema.migrate(record)))
+        found.append((number, record_versions.migrate(record)))
     return found
 
 
@@ -237,7 +238,7 @@ def read_runs(paths: list[str], expected: Expected | None = None, by_path: bool 
     its records; without (make compare: directories may be renamed), the
     records are as stored."""
     problems: list[str] = []
-    checker = record_schema.Checker()
+    checker = record_versions.Checker()
     for path in paths:
         before = len(problems)
         found = read_run_file(path, problems, checker)
@@ -260,7 +261,7 @@ def read_runs(paths: list[str], expected: Expected | None = None, by_path: bool 
 def run_problems(paths: list[str], expected: Expected | None = None) -> list[str]:
     """Every problem read_runs would name, without keeping the records."""
     problems: list[str] = []
-    checker = record_schema.Checker()
+    checker = record_versions.Checker()
     for path in paths:
         before = len(problems)
         found = read_run_file(path, problems, checker)
@@ -287,7 +288,7 @@ def records_as_stored(paths: list[str], expected: Expected | None = None) -> Ite
                     continue
                 record = _DECODER.decode(line.decode("utf-8"))
                 if record.get("schema") != SCHEMA_VERSION:
-                    record = record_schema.migrate(record)
+                    record = record_versions.migrate(record)
                 if record.get("experiment") == where["experiment"] and record.get("cell") != where["cell"]:
                     record = {**record, "cell": where["cell"]}  # an earlier membench's cell id
                 elif record.get("experiment") != where["experiment"] or record.get("cell") != where["cell"]:

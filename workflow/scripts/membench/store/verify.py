@@ -107,7 +107,7 @@ def placement_problems(record: dict) -> list[str]:
         else None,
         pages_problem(record["pages"], float("nan") if record["hugepage_fraction"] is None else float(record["hugepage_fraction"])),
         affinity_problem(
-            record.get("affinity_resolved") or record["affinity"],
+            record["affinity"],
             int(record["threads"]),
             _load(record["cpus"]),
             _load(record.get("cpus_bound")),
