@@ -288,6 +288,21 @@ def test_ignore_matches_sides_that_differ_in_a_knob(study, tmp_path):
         run_compare(str(base), str(new), tmp_path / "out", html=False, ignore=["affinity"])
 
 
+def test_ignore_takes_a_knobs_name_for_its_asked_column(study, tmp_path):
+    """IGNORE names knobs as a person does (policy, affinity): each leaves
+    out the column its records state it by (policy_requested), never a
+    word that matches no column and so leaves nothing out."""
+    base, new = side(study, tmp_path, "a", 1), side(study, tmp_path, "b", 2)
+    for path in (new / "results" / SYSTEM / "runs").glob("**/r*.jsonl"):
+        records = [{**json.loads(line), "policy_requested": "local"} for line in path.read_text().splitlines()]
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result, _ = run_compare(str(base), str(new), tmp_path / "out", html=False)
+    assert not result["rows"] and any("differ in policy" in note and "IGNORE=policy" in note
+                                      for note in result["pairs"][0]["notes"])  # fmt: skip
+    result, _ = run_compare(str(base), str(new), tmp_path / "out", html=False, ignore=["policy"])
+    assert len(result["rows"]) >= 24 and "policy_requested" not in result["pairs"][0]["knobs"]
+
+
 def test_placement_that_differs_is_marked(study, tmp_path):
     base, new = side(study, tmp_path, "a", 1), side(study, tmp_path, "b", 2)
     for path in (new / "results" / SYSTEM / "runs").glob("aff/*/t1_close*/r*.jsonl"):
