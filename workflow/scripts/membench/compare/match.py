@@ -272,8 +272,7 @@ def _label(side: Side, group: pd.DataFrame, column: str) -> str:
 def compare_sides(base: Side, new: Side, *, ignore: list[str]) -> dict:
     """The row groups of one pair of systems (each matched cell and metric,
     then its placement-class rows; statistics not yet computed: decide()
-    does), its unmatched cells and notes. ignore: the columns left out of
-    the match (membench.plan.knobs.column_named of the user's words)."""
+    does), its unmatched cells and notes; `ignore` names columns."""
     for side in (base, new):  # a sweep is compared per hierarchy level, not per point (README)
         levels = sweep_levels(side.table, side.topology)
         if levels.notna().any():
