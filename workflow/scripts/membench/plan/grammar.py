@@ -7,6 +7,7 @@ exclusions. Validation (every problem at once) is membench.plan.checks.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import socket
@@ -48,7 +49,9 @@ class Cell(Knobs):
     repeats: int
     load_op: str = knobs.default("load_op")
 
-    @property
+    # worked out once a cell: planning names each cell once a round (27,000
+    # times for 27 cells at 1000 repeats), and a cell never changes
+    @functools.cached_property
     def id(self) -> str:
         """Path-safe, unique name: <experiment>/<kernel>-<variant>/<axes>,
         the axes as the knob table names them (membench.plan.knobs.id_axes)."""
