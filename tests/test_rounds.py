@@ -104,6 +104,29 @@ def test_the_job_plans_from_its_study_what_the_config_plans():
         rounds.plan_of_study(edited, "box", 0, TOPOLOGY)
 
 
+@pytest.mark.parametrize("config_path", sorted((REPO / "config").glob("*.yaml")), ids=lambda p: p.stem)
+def test_a_study_is_the_json_of_its_requests_byte_for_byte(config_path):
+    """The study is put together from each member's text (planning a
+    1000-round study digests each request once a round): it is exactly
+    json.dumps of the study's dict, so its digest, which names the round's
+    manifest, and every request digest, by which stored repetitions are
+    kept, are the ones a plain json.dumps gives."""
+    import yaml
+
+    config, cells = checks.load(yaml.safe_load(config_path.read_text()), REPO / "workflow/schemas/config.schema.yaml", VARIANTS)
+    inputs = rounds.RoundInputs(config, cells, VARIANTS)
+    for k in range(max(cell.repeats for cell in cells) + 1):
+        wanted = [fixed > k for fixed in inputs._fixed]
+        assert inputs.study("box", k) == json.dumps(inputs._study("box", k, wanted), sort_keys=True)
+
+
+def test_a_request_that_spells_the_stand_in_is_written_the_plain_way():
+    request = {"kernel": "stream", "note": str(rounds.MemberText.STAND_IN)}
+    text = rounds.MemberText("e/stream-default/t1", "e", request)
+    plain = rounds.Member.of("e/stream-default/t1", "e", {**request, "repeat": 3}).as_dict()
+    assert text(3) == json.dumps(plain, sort_keys=True)
+
+
 def fake_harness(path: Path, body: str) -> Path:
     path.write_text("#!/bin/sh\n" + body + "\n")
     path.chmod(path.stat().st_mode | stat.S_IEXEC)

@@ -136,6 +136,28 @@ def plan_of_study(study: dict, system: str, round_index: int, topology: dict | N
     return _plan(list(members.values()), system, round_index, study["shuffle_seed"])
 
 
+class MemberText:
+    """A cell's Member.of(...).as_dict() at round k as json.dumps(...,
+    sort_keys=True) writes it, byte for byte: its request's JSON is made
+    once, with a stand-in where the repeat goes."""
+
+    STAND_IN = -7_349_016_281_503  # never a repeat
+
+    def __init__(self, cell_id: str, experiment: str, request: dict):
+        self.request = request
+        self.before, _, self.after = json.dumps({**request, "repeat": self.STAND_IN}, sort_keys=True).partition(
+            str(self.STAND_IN))
+        self.head = f'{{"cell": {json.dumps(cell_id)}, "experiment": {json.dumps(experiment)}, "request": '
+        self.cell_id, self.experiment = cell_id, experiment
+
+    def __call__(self, round_index: int) -> str:
+        if str(self.STAND_IN) in self.after:  # a value of the request spells it too: the slow way
+            member = Member.of(self.cell_id, self.experiment, {**self.request, "repeat": round_index})
+            return json.dumps(member.as_dict(), sort_keys=True)
+        request = f"{self.before}{round_index}{self.after}"
+        return f'{self.head}{request}, "request_digest": "{hashlib.sha256(request.encode()).hexdigest()[:16]}"}}'
+
+
 class RoundInputs:
     """Round k's study (as JSON) and binaries for each system: Snakemake
     asks every round of a 1000-round study for both. A cell's request is
@@ -149,6 +171,7 @@ class RoundInputs:
         self._requests: dict[str, list[dict]] = {}
         self._digests: dict[tuple[str, int], str] = {}
         self._written: set[Path] = set()
+        self._texts: dict[str, list[MemberText]] = {}
 
     def _cell_requests(self, system: str) -> list[dict]:
         if system not in self._requests:
@@ -160,9 +183,21 @@ class RoundInputs:
         bound and every request of a cell with a repetition k (node-matrix
         cells as the config names them), with its digest. So round k's
         study changes exactly when one of its requests changes or joins it;
-        a new repeat adds a round and changes none of the others."""
-        wanted = [fixed > round_index for fixed in self._fixed]
-        return json.dumps(self._study(system, round_index, wanted), sort_keys=True)
+        a new repeat adds a round and changes none of the others. The JSON
+        of _study (sort_keys), put together from each member's text."""
+        members = [text(round_index) for text, fixed in zip(self._member_texts(system), self._fixed) if fixed > round_index]
+        head = {k: v for k, v in self._study(system, round_index, [False] * len(self._cells)).items() if k != "requests"}
+        # sort_keys puts "requests" second: after "disturbed_retries", before "round"
+        first, rest = json.dumps(head, sort_keys=True).split(", ", 1)
+        return f"{first}, \"requests\": [{', '.join(members)}], {rest}"
+
+    def _member_texts(self, system: str) -> list:
+        """Per cell, its member's JSON at a round (MemberText): planning a
+        1000-round study digests each of its requests once a round."""
+        if system not in self._texts:
+            self._texts[system] = [MemberText(cell.id, cell.experiment, request)
+                                   for cell, request in zip(self._cells, self._cell_requests(system))]  # fmt: skip
+        return self._texts[system]
 
     def _study(self, system: str, round_index: int, wanted: list[bool]) -> dict:
         members = [
