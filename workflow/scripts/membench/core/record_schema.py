@@ -171,7 +171,7 @@ class Checker:
     def problems(self, record) -> list[str]:
         """As problems(record): a record of this version (an older one is
         migrated first by membench.store.record_versions)."""
-        if type(record) is dict and self.valid(record):
+        if type(record) is dict and record.get("schema") == SCHEMA_VERSION and self.valid(record):
             return []
         return problems(record, self.stored)
 
