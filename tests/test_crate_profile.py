@@ -190,3 +190,17 @@ def test_a_bundle_that_breaks_a_must_is_refused_in_one_line(made, tmp_path, case
         bundle_check.check_bundle(damaged, NO_FINDINGS_SCHEMA)
     line = str(refused.value)
     assert line.startswith(f"{damaged}: refused: ") and expected in line and "\n" not in line, line
+
+
+def test_a_round_action_names_the_affinity_handed_to_the_harness_in_every_record_version(tmp_path):
+    """A version-3 record stated the affinity asked as `affinity` and the
+    one handed to the harness as `affinity_resolved`; the action says the
+    handed one, as it does for a version-4 record's `affinity`."""
+    from membench.store import crate_rounds
+
+    old = {"schema": 3, "kernel": "stream", "affinity": "node:0", "affinity_resolved": "cpus:0,1", "t_start": 1.0, "t_end": 2.0}
+    new = {**old, "schema": 4, "affinity": "cpus:2,3", "affinity_requested": "node:1"}
+    del new["affinity_resolved"]
+    path = tmp_path / "r0.jsonl"
+    path.write_text(json.dumps(old) + "\n" + json.dumps(new) + "\n")
+    assert crate_rounds.facts_of(path).settings["affinity"] == {"cpus:0,1", "cpus:2,3"}

@@ -8,10 +8,11 @@ contract, placement classes from topology.json); summary CSVs never are.
 Cells match on their knobs (KNOBS, plus any other key stating a knob as
 asked, membench.plan.knobs.states_asked, that the records of both sides
 carry), never on file, cell or experiment names; --ignore drops knobs from
-the match (to compare 4k against thp, or close against spread). For each matched cell, op (and working set) and
-metric the statistics of membench.compare.verdicts; the cells whose verified
-placement differs between the sides are marked, and a multimodal cell is
-compared per placement class when recorded placement explains its modes
+the match (to compare 4k against thp, or close against spread). For each
+matched cell, op (and working set) and metric the statistics of
+membench.compare.verdicts; the cells whose verified placement differs
+between the sides are marked, and a multimodal cell is compared per
+placement class when recorded placement explains its modes
 (membench.analyse.modes), or said to be confounded when it does not.
 """
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from membench.core import layout
+from membench.store import record_versions
 from membench.measure.harness import BINDING_ENV
 
 ROUND = re.compile(r"^(?P<kind>[ra])(?P<k>[0-9]+)-(?P<key>[0-9A-Za-z]+)\.json$")
@@ -74,10 +75,19 @@ class Facts:
     settings: dict[str, set[str]] = field(default_factory=dict)
 
 
+def _this_version(record):
+    """The record as this version states it (an older one migrated: a
+    version-3 record's affinity is the one asked, not the one handed)."""
+    try:
+        return record_versions.migrate(record) if isinstance(record, dict) else {}
+    except record_versions.SchemaVersionError:
+        return record
+
+
 def facts_of(path: Path) -> Facts:
     facts = Facts(settings={name: set() for name, _ in SETTINGS})
     for line in path.read_text().splitlines():
-        record = json.loads(line) if line.strip() else {}
+        record = _this_version(json.loads(line)) if line.strip() else {}
         if moment(record.get("t_start")):
             facts.start = min(record["t_start"], facts.start if facts.start is not None else math.inf)
         if moment(record.get("t_end")):
