@@ -1,19 +1,18 @@
 """`make compare`: two result sets, matched cell by cell on their knobs.
 
 A side is a run directory (holding results/), a results directory (holding
-<system>/runs/), or either with ":<system>" to pick one system. Its stored
-records are read through membench.store.collect (checked against the record
-contract, placement classes from topology.json); summary CSVs never are.
+<system>/runs/), or either with ":<system>" to pick one system. Its records
+are read through membench.store.collect (checked against the record
+contract, placement classes from topology.json), never summary CSVs.
 
 Cells match on their knobs (KNOBS, plus any other key stating a knob as
-asked, membench.plan.knobs.states_asked, that the records of both sides
-carry), never on file, cell or experiment names; --ignore drops knobs from
-the match (to compare 4k against thp, or close against spread). For each
-matched cell, op (and working set) and metric the statistics of
-membench.compare.verdicts; the cells whose verified placement differs
-between the sides are marked, and a multimodal cell is compared per
-placement class when recorded placement explains its modes
-(membench.analyse.modes), or said to be confounded when it does not.
+asked, membench.plan.knobs.states_asked, that both sides' records carry),
+never on file, cell or experiment names; --ignore drops knobs from the
+match (4k against thp, close against spread). For each matched cell, op
+(and working set) and metric the statistics of membench.compare.verdicts;
+cells whose verified placement differs between the sides are marked, and a
+multimodal cell is compared per placement class when recorded placement
+explains its modes (membench.analyse.modes), or said confounded if not.
 """
 
 from __future__ import annotations
@@ -197,8 +196,7 @@ def _knob_text(key: str, knobs: list[str], leave_out: tuple[str, ...] = ()) -> s
 
 
 def differing_knobs(b_only: pd.DataFrame, n_only: pd.DataFrame, knobs: list[str]) -> list[str]:
-    """Knobs whose values on the cells found on BASE only never occur on
-    the cells found on NEW only: what was changed on purpose, perhaps."""
+    """Knobs whose values on BASE-only cells never occur on NEW-only cells: changed on purpose, perhaps."""
     found = []
     for knob in knobs:
         if knob in ("op", "working_set_bytes", "sweep_level") or knob not in b_only or knob not in n_only:

@@ -36,27 +36,28 @@ def migrate(record: dict) -> dict:
     return out
 
 
+def _lifted(record) -> tuple[object, list[str]]:
+    """(the record in this version, []), or (None, [why]) for a version
+    this membench cannot read; anything but a dict as it is."""
+    try:
+        return (migrate(record) if type(record) is dict else record), []
+    except SchemaVersionError as error:
+        return None, [str(error)]
+
+
 def problems(record, stored: bool = True) -> list[str]:
     """record_schema.problems of the record migrated to this version; a
     version this membench cannot read is one problem naming it."""
-    if type(record) is dict:
-        try:
-            record = migrate(record)
-        except SchemaVersionError as error:
-            return [str(error)]
-    return record_schema.problems(record, stored)
+    record, why = _lifted(record)
+    return why or record_schema.problems(record, stored)
 
 
 class Checker(record_schema.Checker):
     """record_schema.Checker of records of any version this membench reads."""
 
     def problems(self, record) -> list[str]:
-        if type(record) is dict and type(record.get("schema")) is int and record["schema"] != SCHEMA_VERSION:
-            try:
-                record = migrate(record)
-            except SchemaVersionError as error:
-                return [str(error)]
-        return super().problems(record)
+        record, why = _lifted(record)
+        return why or super().problems(record)
 
 
 def _chases(record: dict) -> bool:
